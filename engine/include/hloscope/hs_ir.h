@@ -1,0 +1,347 @@
+/*
+ * hs_ir.h - the HLO intermediate representation: module / computation /
+ * instruction, shapes with layouts and memory spaces, and errors.
+ *
+ * A module owns one arena. Every computation, instruction, name and attribute
+ * of a module lives in that arena and is freed with hs_module_free(); there is
+ * no per-instruction free.
+ *
+ *     hs_module *m = hs_module_new("example");
+ *     hs_computation *c = hs_module_add_computation(m, "main", true);
+ *     hs_shape s = hs_shape_make(HS_F32, 2, (int64_t[]){1, 1024});
+ *     hs_instruction *x = hs_computation_add_parameter(c, 0, &s, "x");
+ *     hs_instruction *ops[] = {x, x};
+ *     hs_instruction *y = hs_computation_add(c, HS_OP_ADD, &s, ops, 2, NULL);
+ *     c->root = y;
+ *     hs_module_free(m);
+ *
+ * Most code builds modules through the tracer (hs_builder.h), which infers
+ * shapes; the functions here are the low-level constructors that the tracer,
+ * the HLO text parser and the passes share.
+ */
+#ifndef HLOSCOPE_HS_IR_H
+#define HLOSCOPE_HS_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hloscope/hs_opcode.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef enum hs_status {
+    HS_OK = 0,
+    HS_ERR_INVALID,     /* bad user input (schema, values)            */
+    HS_ERR_PARSE,       /* syntax error in JSON or HLO text           */
+    HS_ERR_SHAPE,       /* shape inference / verification failure     */
+    HS_ERR_UNSUPPORTED, /* valid HLO the engine cannot execute         */
+    HS_ERR_OOM,         /* emulated device out of memory               */
+    HS_ERR_LIMIT,       /* a configured limit was exceeded             */
+    HS_ERR_IO,          /* file system                                 */
+    HS_ERR_RUNTIME,     /* failure while executing                      */
+    HS_ERR_CANCELLED,   /* deadline passed                              */
+    HS_ERR_NOMEM        /* host allocation failed                       */
+} hs_status;
+
+/* An error a user can act on: what happened and where. Every field but
+ * status and message is optional (empty string / 0 when it does not apply). */
+typedef struct hs_error {
+    hs_status status;
+    char message[512];
+    char path[256];        /* JSON pointer, e.g. /layers/0/block/features */
+    int line;              /* 1-based; 0 when unknown */
+    int column;            /* 1-based; 0 when unknown */
+    char instruction[128]; /* instruction name, e.g. add.3 */
+} hs_error;
+
+const char *hs_status_name(hs_status s);
+void hs_error_clear(hs_error *e);
+/* Sets status and message (printf-style). e may be NULL. Returns s. */
+hs_status hs_error_set(hs_error *e, hs_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Formats "line:col: path: instruction: message" (omitting absent parts). */
+int hs_error_format(const hs_error *e, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Arena                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct hs_arena hs_arena;
+
+hs_arena *hs_arena_new(size_t chunk_bytes); /* 0 = default (64 KiB) */
+void hs_arena_free(hs_arena *a);
+/* Zeroed, 16-byte aligned. Returns NULL only on host OOM. */
+void *hs_arena_alloc(hs_arena *a, size_t size);
+char *hs_arena_strdup(hs_arena *a, const char *s);
+char *hs_arena_strndup(hs_arena *a, const char *s, size_t n);
+char *hs_arena_printf(hs_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+size_t hs_arena_bytes(const hs_arena *a); /* bytes reserved from the OS */
+
+/* ------------------------------------------------------------------------ */
+/* Element types                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* X(ENUM, text name, bits). f32, s32 and pred execute; the rest are parsed
+ * and sized for analysis of imported HLO. */
+#define HS_DTYPE_LIST(X)           \
+    X(PRED, "pred", 8)             \
+    X(S2, "s2", 2)                 \
+    X(S4, "s4", 4)                 \
+    X(S8, "s8", 8)                 \
+    X(S16, "s16", 16)              \
+    X(S32, "s32", 32)              \
+    X(S64, "s64", 64)              \
+    X(U2, "u2", 2)                 \
+    X(U4, "u4", 4)                 \
+    X(U8, "u8", 8)                 \
+    X(U16, "u16", 16)              \
+    X(U32, "u32", 32)              \
+    X(U64, "u64", 64)              \
+    X(F8E4M3FN, "f8e4m3fn", 8)     \
+    X(F8E5M2, "f8e5m2", 8)         \
+    X(F8E4M3FNUZ, "f8e4m3fnuz", 8) \
+    X(F8E5M2FNUZ, "f8e5m2fnuz", 8) \
+    X(F16, "f16", 16)              \
+    X(BF16, "bf16", 16)            \
+    X(F32, "f32", 32)              \
+    X(F64, "f64", 64)              \
+    X(C64, "c64", 64)              \
+    X(C128, "c128", 128)           \
+    X(TOKEN, "token", 0)
+
+typedef enum hs_dtype {
+#define HS_X(e, n, b) HS_##e,
+    HS_DTYPE_LIST(HS_X)
+#undef HS_X
+    HS_TUPLE, /* not an element type: marks a tuple shape */
+    HS_DTYPE_COUNT
+} hs_dtype;
+
+const char *hs_dtype_name(hs_dtype t);
+int hs_dtype_bits(hs_dtype t);
+/* Returns false when name (of length len) is not an element type. */
+bool hs_dtype_parse(const char *name, size_t len, hs_dtype *out);
+bool hs_dtype_is_float(hs_dtype t);
+
+/* ------------------------------------------------------------------------ */
+/* Shapes                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define HS_MAX_RANK 8
+
+/* Memory spaces as XLA numbers them in layouts: {1,0:S(5)} is host. */
+enum { HS_MEMSPACE_DEVICE = 0, HS_MEMSPACE_HOST = 5 };
+
+typedef struct hs_shape hs_shape;
+struct hs_shape {
+    hs_dtype dtype; /* HS_TUPLE for tuples */
+    int rank;
+    int64_t dims[HS_MAX_RANK];
+    uint8_t dynamic_mask; /* bit i set: dimension i is "<=dims[i]" */
+    bool has_layout;      /* layout written explicitly (parser) */
+    int8_t minor_to_major[HS_MAX_RANK];
+    int memory_space;        /* 0 device, 5 host (S(5)) */
+    const char *layout_tail; /* other layout items after ':' kept as text
+                                (e.g. "T(8,128)"), NULL when none */
+    /* tuples */
+    int n_elems;
+    hs_shape *elems; /* arena-allocated array of n_elems */
+};
+
+/* An array shape with the default (descending) layout. */
+hs_shape hs_shape_make(hs_dtype t, int rank, const int64_t *dims);
+hs_shape hs_shape_scalar(hs_dtype t);
+/* A tuple shape; elems are copied into the arena. */
+hs_shape hs_shape_tuple(hs_arena *a, int n, const hs_shape *elems);
+bool hs_shape_is_tuple(const hs_shape *s);
+int64_t hs_shape_elements(const hs_shape *s); /* 1 for scalars; tuples: 0 */
+/* Array bytes (bits rounded up). A tuple's own buffer is its index table:
+ * 8 bytes per element. */
+int64_t hs_shape_bytes(const hs_shape *s);
+/* All leaf bytes of a (possibly nested) tuple, plus index tables. */
+int64_t hs_shape_total_bytes(const hs_shape *s);
+/* Dimensions and element type equal (layout and memory space ignored). */
+bool hs_shape_compatible(const hs_shape *a, const hs_shape *b);
+/* Prints e.g. "f32[1,1024]{1,0}" or "(f32[2], s32[])". with_layout adds the
+ * layout (always, default one if none was given) for arrays of rank >= 1.
+ * Returns the number of characters that the full string needs. */
+int hs_shape_print(const hs_shape *s, bool with_layout, char *buf,
+                   size_t size);
+/* Sets the default descending layout (minor_to_major = rank-1 .. 0). */
+void hs_shape_default_layout(hs_shape *s);
+
+/* ------------------------------------------------------------------------ */
+/* Instructions                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct hs_module hs_module;
+typedef struct hs_computation hs_computation;
+typedef struct hs_instruction hs_instruction;
+
+typedef enum hs_direction {
+    HS_DIR_NONE = 0,
+    HS_DIR_EQ,
+    HS_DIR_NE,
+    HS_DIR_LT,
+    HS_DIR_LE,
+    HS_DIR_GT,
+    HS_DIR_GE
+} hs_direction;
+
+const char *hs_direction_name(hs_direction d); /* "EQ" ... */
+bool hs_direction_parse(const char *s, size_t len, hs_direction *out);
+
+typedef struct hs_dot_dims {
+    int n_lhs_batch, n_lhs_contracting, n_rhs_batch, n_rhs_contracting;
+    int64_t lhs_batch[HS_MAX_RANK], lhs_contracting[HS_MAX_RANK];
+    int64_t rhs_batch[HS_MAX_RANK], rhs_contracting[HS_MAX_RANK];
+} hs_dot_dims;
+
+typedef struct hs_slice_dims {
+    int rank;
+    int64_t start[HS_MAX_RANK], limit[HS_MAX_RANK], stride[HS_MAX_RANK];
+} hs_slice_dims;
+
+/* An attribute the engine keeps as text only, to print it back unchanged. */
+typedef struct hs_attr {
+    const char *key;
+    const char *value;
+} hs_attr;
+
+struct hs_instruction {
+    hs_opcode opcode;
+    int id;           /* unique in the module */
+    const char *name; /* unique in the module, without '%' */
+    hs_computation *parent;
+    hs_shape shape;
+
+    int n_operands;
+    hs_instruction **operands;
+    /* while: {condition, body}; reduce/map/sort/scatter: {to_apply};
+     * call/fusion/custom-call: {calls...}; conditional: branches. */
+    int n_called;
+    hs_computation **called;
+
+    /* Attributes; which ones are meaningful depends on the opcode. */
+    int64_t index;    /* parameter number; get-tuple-element index */
+    int n_dims;       /* dimensions={...} of broadcast, transpose, reduce, */
+    int64_t *dims;    /* concatenate, reverse; dynamic_slice_sizes; and */
+                      /* iota_dimension (n_dims = 1) */
+    hs_dot_dims *dot; /* dot */
+    hs_slice_dims *slice; /* slice */
+    hs_direction direction;      /* compare */
+    const char *compare_type;    /* compare type=..., NULL when absent */
+    const char *custom_call_target; /* custom-call */
+    const char *fusion_kind;     /* fusion: "kLoop", "kCustom", ... */
+    /* constant: literal data in the element type's natural C layout for
+     * f32 (float), s32 (int32_t), pred (uint8_t), and other types whose
+     * text the parser can decode; literal_text keeps the literal as written
+     * when it could not be decoded (analysis-only types). */
+    void *literal;
+    const char *literal_text;
+
+    /* metadata={op_name="layers.3/linear" ...} */
+    const char *op_name;
+    const char *op_type;
+    const char *metadata_rest; /* other metadata fields, kept as text */
+    const char *frontend_attributes; /* text inside {...}, NULL if none */
+    const char *backend_config;      /* as written (quoted or {json}) */
+    const char *sharding;            /* text inside {...}, NULL if none */
+    int64_t known_trip_count;        /* while; -1 when not known */
+
+    int n_extra; /* attributes kept as text only */
+    hs_attr *extra;
+    const char *unknown_opcode; /* opcode text when opcode==HS_OP_UNKNOWN */
+
+    int64_t scratch; /* free for the pass or analysis running now */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Computations and modules                                                 */
+/* ------------------------------------------------------------------------ */
+
+struct hs_computation {
+    const char *name;
+    hs_module *module;
+    int id;
+    /* In definition order, which is a post order: operands before users. */
+    int n_instrs, cap_instrs;
+    hs_instruction **instrs;
+    /* params[i] is parameter(i); NULL holes are a verifier error. */
+    int n_params, cap_params;
+    hs_instruction **params;
+    hs_instruction *root;
+    bool is_entry;
+    bool is_fusion; /* called by a fusion instruction */
+};
+
+struct hs_module {
+    const char *name;
+    hs_arena *arena;
+    int n_comps, cap_comps;
+    hs_computation **comps; /* callees before callers */
+    hs_computation *entry;
+    int next_id;              /* next instruction id */
+    const char *header_attrs; /* text after "HloModule name," kept as is */
+};
+
+hs_module *hs_module_new(const char *name);
+void hs_module_free(hs_module *m);
+hs_computation *hs_module_add_computation(hs_module *m, const char *name,
+                                          bool is_entry);
+hs_computation *hs_module_find_computation(const hs_module *m,
+                                           const char *name);
+/* Total instructions over all computations. */
+int64_t hs_module_instruction_count(const hs_module *m);
+
+/* Appends an instruction. operands are copied; name NULL gives
+ * "<opcode>.<id>". Returns NULL on host OOM. The caller sets attributes. */
+hs_instruction *hs_computation_add(hs_computation *c, hs_opcode op,
+                                   const hs_shape *shape,
+                                   hs_instruction *const *operands,
+                                   int n_operands, const char *name);
+/* Appends parameter(number) and records it in c->params. */
+hs_instruction *hs_computation_add_parameter(hs_computation *c,
+                                             int64_t number,
+                                             const hs_shape *shape,
+                                             const char *name);
+/* Attribute setters that copy into the module arena. */
+void hs_instruction_set_dims(hs_instruction *i, const int64_t *dims, int n);
+void hs_instruction_set_called(hs_instruction *i, hs_computation *const *c,
+                               int n);
+void hs_instruction_add_extra(hs_instruction *i, const char *key,
+                              const char *value);
+hs_arena *hs_instruction_arena(const hs_instruction *i);
+
+/* Users of every instruction of c, computed in one pass. users[k] lists the
+ * users of c->instrs[k]; instruction->scratch is set to its index k.
+ * Allocated in the module arena. */
+typedef struct hs_user_list {
+    int n;
+    hs_instruction **users;
+} hs_user_list;
+hs_user_list *hs_computation_users(hs_computation *c);
+
+/* Removes instructions that are not reachable from the root (parameters are
+ * kept). Returns the number removed. */
+int hs_computation_remove_dead(hs_computation *c);
+
+/* Structural checks: operand arity from the opcode table, operands defined
+ * before use in the same computation, a root in every computation,
+ * parameters numbered 0..n-1 without holes, called computations present,
+ * unique names, and shapes that agree with shape inference where the engine
+ * knows the rule. The error names the instruction. */
+hs_status hs_module_verify(const hs_module *m, hs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

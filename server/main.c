@@ -1,0 +1,43 @@
+/* main.c - the hloscope binary: dispatches to the CLI commands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: hloscope <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  compile FILE [--emit hlo|json] [--loop scan|unrolled] [--device NAME]\n"
+            "               trace a model (.json) or parse an HLO module (.hlo) and print it\n"
+            "  run FILE [--dump DIR] [--device NAME] [--loop scan|unrolled]\n"
+            "               run on the emulated device; --dump writes .npy files\n"
+            "  devices      list the emulated device presets\n"
+            "\n"
+            "exit status: 0 ok, 1 runtime failure, 2 bad input\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return HS_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 ||
+        strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "compile") == 0)
+        return hs_cli_compile(argc - 2, argv + 2);
+    if (strcmp(cmd, "run") == 0)
+        return hs_cli_run(argc - 2, argv + 2);
+    if (strcmp(cmd, "devices") == 0)
+        return hs_cli_devices(argc - 2, argv + 2);
+    fprintf(stderr, "hloscope: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return HS_EXIT_USAGE;
+}
