@@ -1,0 +1,179 @@
+/*
+ * device_internal.h - shared between the files of the emulated device.
+ *
+ * Execution model. A run walks a per-computation plan (built once per run):
+ * every live instruction is a step with its kernel, the frame slots of its
+ * operands, the slots whose last use it is, and its roofline cost. A frame
+ * slot holds a reference to a value; a value is an array (a reference to a
+ * block of memory) or a tuple (references to its element values). Aliasing
+ * ops (get-tuple-element, reshape, bitcast, tuple) share blocks through
+ * reference counts, so a block is freed, and leaves the memory accounting,
+ * exactly when the last value referring to it is released.
+ */
+#ifndef HS_DEVICE_INTERNAL_H
+#define HS_DEVICE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hloscope/hs_device.h"
+
+/* ---- memory ---------------------------------------------------------- */
+
+/* A block of element data, 64-byte aligned. Blocks that wrap the caller's
+ * argument tensors or constant literals are not owned: they are never
+ * written and never freed by the device. */
+typedef struct dev_block {
+    void *data;
+    int64_t bytes; /* accounted bytes */
+    size_t cap;    /* allocation size; 0 when not owned */
+    int space;     /* accounting index: 0 device, 1 host */
+    int refs;
+    struct dev_block *next; /* free list / cache link */
+} dev_block;
+
+typedef struct dev_val {
+    int refs;
+    const hs_shape *shape;
+    dev_block *block;      /* arrays */
+    int n;                 /* tuples: element count */
+    struct dev_val **elems; /* tuples */
+    int space;             /* tuples: where the index table is accounted */
+    struct dev_val *next;  /* free list link */
+} dev_val;
+
+struct dev_plan;
+struct dev_step;
+typedef struct dev_ctx dev_ctx;
+
+/* A kernel reads its operands from the frame f (f[s->ops[k]]) and stores a
+ * new reference in *out. */
+typedef hs_status (*dev_kernel)(dev_ctx *x, const struct dev_step *s,
+                                dev_val **f, dev_val **out);
+
+typedef struct dev_step {
+    const hs_instruction *in;
+    dev_kernel kern;
+    int slot;          /* frame slot of the result */
+    int n_ops;
+    int *ops;          /* frame slots of the operands */
+    bool *op_last;     /* this step is the final reference to ops[k] */
+    int n_release;
+    int *release;      /* slots released after the step */
+    struct dev_plan *callee[2]; /* while {cond, body}; call / reduce */
+    int aux;           /* kernel-specific: reduce fast-path opcode, -1 none */
+    double flops, bytes, seconds; /* roofline cost */
+} dev_step;
+
+typedef struct dev_plan {
+    const hs_computation *comp;
+    int n_slots;
+    int n_steps;
+    dev_step *steps;
+    int root_slot;
+    int n_params;
+    int *param_slots;   /* slot of parameter(i) */
+    bool *param_dead;   /* parameter(i) has no user and is not the root */
+    dev_val **frame;    /* reused between evaluations (HLO has no recursion) */
+    bool busy;
+} dev_plan;
+
+struct dev_ctx {
+    const hs_module *m;
+    const hs_device_spec *spec;
+    hs_error *err;
+    hs_arena *arena;  /* plans live here, freed at the end of the run */
+    dev_plan **plans; /* indexed by computation position in m->comps */
+    int64_t live[2], peak[2];
+    double sim_seconds, flops, bytes;
+    int64_t instructions;
+    const hs_instruction *cur; /* executing now, for error messages */
+    dev_val *val_pool;
+    dev_block *block_pool;
+    dev_block *cache; /* freed owned blocks kept for reuse */
+    int n_cache;
+};
+
+/* values.c */
+int dev_space_index(int memory_space);
+dev_val *dev_array_new(dev_ctx *x, const hs_shape *shape); /* NULL: error set */
+dev_val *dev_array_wrap(dev_ctx *x, const hs_shape *shape, void *data,
+                        bool account); /* not owned */
+dev_val *dev_array_alias(dev_ctx *x, const hs_shape *shape, dev_block *b);
+dev_val *dev_tuple_new(dev_ctx *x, const hs_shape *shape, int n);
+void dev_ref(dev_val *v);
+void dev_release(dev_ctx *x, dev_val *v);
+void dev_ctx_cleanup(dev_ctx *x);
+/* An owned reference to operand k of s: stolen from the frame at its last
+ * use, otherwise a new reference. */
+dev_val *dev_take(const dev_step *s, dev_val **f, int k);
+hs_status dev_oom(dev_ctx *x);
+hs_status dev_unsupported(dev_ctx *x, const hs_instruction *in,
+                          const char *what);
+static inline dev_val *dev_op(const dev_step *s, dev_val **f, int k)
+{
+    return f[s->ops[k]];
+}
+
+/* plan.c */
+hs_status dev_plan_module(dev_ctx *x, const hs_computation *entry);
+dev_plan *dev_plan_of(dev_ctx *x, const hs_computation *c);
+void dev_plans_free(dev_ctx *x);
+bool dev_dtype_executable(hs_dtype t);
+int dev_esize(hs_dtype t);
+
+/* interpreter.c: evaluates p with args (references are consumed). */
+hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
+                   dev_val **result);
+
+/* cost.c */
+void dev_cost(const hs_device_spec *spec, const hs_instruction *in,
+              double *flops, double *bytes, double *seconds);
+
+/* kernels_data.c: strided n-d copy, strides in elements (may be 0 or
+ * negative on the source side). */
+void dev_copy_strided(void *dst, const int64_t *dst_strides, const void *src,
+                      const int64_t *src_strides, const int64_t *dims,
+                      int rank, int esize);
+void dev_row_major_strides(const int64_t *dims, int rank, int64_t *strides);
+/* dst (row-major in the permuted order) = src transposed so that dst
+ * dimension i is src dimension perm[i]. */
+void dev_transpose(void *dst, const void *src, const int64_t *src_dims,
+                   int rank, const int64_t *perm, int esize);
+
+/* Kernels, one per op family. */
+hs_status dev_k_parameter(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_constant(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_iota(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_unary(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_convert(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_binary(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_compare(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_select(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_clamp(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_alias(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_copy(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_broadcast(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_transpose(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_slice(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_concatenate(dev_ctx *, const dev_step *, dev_val **,
+                            dev_val **);
+hs_status dev_k_reverse(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_dynamic_slice(dev_ctx *, const dev_step *, dev_val **,
+                              dev_val **);
+hs_status dev_k_dynamic_update_slice(dev_ctx *, const dev_step *, dev_val **,
+                                     dev_val **);
+hs_status dev_k_dot(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_reduce(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_tuple(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_get_tuple_element(dev_ctx *, const dev_step *, dev_val **,
+                                  dev_val **);
+hs_status dev_k_while(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_call(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_custom_call(dev_ctx *, const dev_step *, dev_val **,
+                            dev_val **);
+
+/* kernels_reduce.c: the fast-path opcode of a reducer computation, or -1. */
+int dev_reducer_fast_op(const hs_computation *c);
+
+#endif

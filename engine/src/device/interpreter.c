@@ -1,0 +1,282 @@
+/*
+ * interpreter.c - runs plans: the evaluation loop with its roofline clock,
+ * and hs_device_run, which binds arguments, runs the entry computation and
+ * hands back its outputs and statistics.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "device/device_internal.h"
+
+static void release_frame(dev_ctx *x, dev_val **f, int n)
+{
+    for (int i = 0; i < n; i++) {
+        dev_release(x, f[i]);
+        f[i] = NULL;
+    }
+}
+
+hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
+                   dev_val **result)
+{
+    if (n_args != p->n_params) {
+        for (int i = 0; i < n_args; i++)
+            dev_release(x, args[i]);
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "computation %s takes %d parameters, given %d",
+                            p->comp->name, p->n_params, n_args);
+    }
+    /* A plan's frame is reused; a second activation (which HLO's lack of
+     * recursion rules out, but a hostile module may try) gets its own. */
+    dev_val **f = p->frame;
+    bool own = p->busy;
+    if (own && !(f = calloc((size_t)p->n_slots, sizeof *f))) {
+        for (int i = 0; i < n_args; i++)
+            dev_release(x, args[i]);
+        return dev_oom(x);
+    }
+    p->busy = true;
+    for (int i = 0; i < n_args; i++) {
+        if (p->param_dead[i])
+            dev_release(x, args[i]);
+        else
+            f[p->param_slots[i]] = args[i];
+    }
+    hs_status st = HS_OK;
+    const dev_step *s = p->steps, *end = s + p->n_steps;
+    double sim = 0, flops = 0, bytes = 0;
+    for (; s < end; s++) {
+        x->cur = s->in;
+        dev_val *out = NULL;
+        st = s->kern(x, s, f, &out);
+        if (st)
+            break;
+        f[s->slot] = out;
+        sim += s->seconds;
+        flops += s->flops;
+        bytes += s->bytes;
+        for (int r = 0; r < s->n_release; r++) {
+            int slot = s->release[r];
+            if (f[slot]) {
+                dev_release(x, f[slot]);
+                f[slot] = NULL;
+            }
+        }
+    }
+    x->instructions += s - p->steps;
+    x->sim_seconds += sim;
+    x->flops += flops;
+    x->bytes += bytes;
+    if (!st) {
+        *result = f[p->root_slot];
+        f[p->root_slot] = NULL;
+    } else {
+        if (!x->err->instruction[0] && s < end)
+            snprintf(x->err->instruction, sizeof x->err->instruction, "%s",
+                     s->in->name);
+        release_frame(x, f, p->n_slots);
+    }
+    if (own)
+        free(f);
+    else
+        p->busy = false;
+    return st;
+}
+
+/* ---- arguments and outputs ------------------------------------------- */
+
+static int count_leaves(const hs_shape *s)
+{
+    if (s->dtype != HS_TUPLE)
+        return 1;
+    int n = 0;
+    for (int i = 0; i < s->n_elems; i++)
+        n += count_leaves(&s->elems[i]);
+    return n;
+}
+
+/* Wraps the caller's tensors (never written, never freed) as the value of
+ * a parameter of shape s, consuming args from *next. pins collects one
+ * extra reference per leaf, held until the end of the run so that
+ * parameters count for the whole run and are never updated in place. */
+static hs_status bind_param(dev_ctx *x, const hs_shape *s,
+                            hs_tensor *const *args, int *next,
+                            dev_val **pins, int *n_pins, dev_val **out)
+{
+    if (s->dtype == HS_TUPLE) {
+        dev_val *t = dev_tuple_new(x, s, s->n_elems);
+        if (!t)
+            return x->err->status;
+        for (int i = 0; i < s->n_elems; i++) {
+            hs_status st = bind_param(x, &s->elems[i], args, next, pins,
+                                      n_pins, &t->elems[i]);
+            if (st) {
+                t->n = i;
+                dev_release(x, t);
+                return st;
+            }
+        }
+        *out = t;
+        return HS_OK;
+    }
+    const hs_tensor *a = args[*next];
+    if (!a || !hs_shape_compatible(&a->shape, s)) {
+        char want[128], got[128] = "null";
+        hs_shape_print(s, false, want, sizeof want);
+        if (a)
+            hs_shape_print(&a->shape, false, got, sizeof got);
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "argument %d has shape %s, the parameter "
+                            "expects %s", *next, got, want);
+    }
+    dev_val *v = dev_array_wrap(x, s, a->data, true);
+    if (!v)
+        return x->err->status;
+    (*next)++;
+    dev_ref(v);
+    pins[(*n_pins)++] = v;
+    *out = v;
+    return HS_OK;
+}
+
+static hs_tensor *tensor_from(dev_ctx *x, dev_val *v)
+{
+    dev_block *b = v->block;
+    if (b->cap && b->refs == 1 && v->refs == 1) {
+        /* Sole owner: hand the buffer over (aligned_alloc'd like
+         * hs_tensor_new's, so hs_tensor_free releases it). */
+        hs_tensor *t = calloc(1, sizeof *t);
+        if (!t)
+            return NULL;
+        t->shape = *v->shape;
+        t->shape.elems = NULL;
+        t->shape.layout_tail = NULL;
+        t->data = b->data;
+        b->cap = 0;
+        return t;
+    }
+    hs_tensor *t = hs_tensor_new(v->shape);
+    if (t)
+        memcpy(t->data, b->data, (size_t)hs_shape_bytes(v->shape));
+    return t;
+}
+
+static bool collect_outputs(dev_ctx *x, dev_val *v, hs_tensor **ts, int *n)
+{
+    if (v->elems) {
+        for (int i = 0; i < v->n; i++)
+            if (!collect_outputs(x, v->elems[i], ts, n))
+                return false;
+        return true;
+    }
+    ts[*n] = tensor_from(x, v);
+    if (!ts[*n])
+        return false;
+    (*n)++;
+    return true;
+}
+
+void hs_tensors_free(hs_tensor **ts, int n)
+{
+    if (!ts)
+        return;
+    for (int i = 0; i < n; i++)
+        hs_tensor_free(ts[i]);
+    free(ts);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
+                        hs_tensor *const *args, int n_args,
+                        hs_tensor ***outputs, int *n_outputs,
+                        hs_run_stats *stats, hs_error *err)
+{
+    double t0 = now_seconds();
+    hs_error local;
+    if (!err)
+        err = &local;
+    hs_error_clear(err);
+    if (outputs)
+        *outputs = NULL;
+    if (n_outputs)
+        *n_outputs = 0;
+    if (!m || !m->entry)
+        return hs_error_set(err, HS_ERR_INVALID, "module has no entry "
+                                                 "computation");
+    if (!spec)
+        spec = hs_device_find(hs_device_default_name());
+    dev_ctx x = {.m = m, .spec = spec, .err = err};
+    const hs_computation *entry = m->entry;
+    dev_val **params = NULL, **pins = NULL;
+    dev_val *root = NULL;
+    int n_pins = 0;
+    hs_status st = dev_plan_module(&x, entry);
+    int want = 0;
+    for (int i = 0; !st && i < entry->n_params; i++)
+        want += count_leaves(&entry->params[i]->shape);
+    if (!st && want != n_args)
+        st = hs_error_set(err, HS_ERR_INVALID,
+                          "entry computation %s takes %d arguments, given %d",
+                          entry->name, want, n_args);
+    if (!st) {
+        params = calloc((size_t)entry->n_params + 1, sizeof *params);
+        pins = calloc((size_t)want + 1, sizeof *pins);
+        if (!params || !pins)
+            st = dev_oom(&x);
+    }
+    int next = 0, bound = 0;
+    for (; !st && bound < entry->n_params; bound++)
+        st = bind_param(&x, &entry->params[bound]->shape, args, &next, pins,
+                        &n_pins, &params[bound]);
+    if (!st) {
+        st = dev_eval(&x, dev_plan_of(&x, entry), params, entry->n_params,
+                      &root);
+        bound = 0; /* consumed */
+    }
+    hs_tensor **ts = NULL;
+    int n_ts = 0;
+    if (!st) {
+        ts = calloc((size_t)count_leaves(root->shape) + 1, sizeof *ts);
+        if (!ts || !collect_outputs(&x, root, ts, &n_ts)) {
+            hs_tensors_free(ts, n_ts);
+            ts = NULL;
+            st = dev_oom(&x);
+        }
+    }
+    for (int i = 0; i < bound; i++)
+        dev_release(&x, params[i]);
+    dev_release(&x, root);
+    for (int i = 0; i < n_pins; i++)
+        dev_release(&x, pins[i]);
+    free(params);
+    free(pins);
+    dev_plans_free(&x);
+    dev_ctx_cleanup(&x);
+    if (stats) {
+        memset(stats, 0, sizeof *stats);
+        stats->sim_seconds = x.sim_seconds;
+        stats->flops = x.flops;
+        stats->bytes_accessed = x.bytes;
+        stats->instructions = x.instructions;
+        stats->peak_device_bytes = x.peak[0];
+        stats->peak_host_bytes = x.peak[1];
+        stats->wall_seconds = now_seconds() - t0;
+    }
+    if (st)
+        return st;
+    if (outputs)
+        *outputs = ts;
+    else
+        hs_tensors_free(ts, n_ts);
+    if (n_outputs)
+        *n_outputs = n_ts;
+    return HS_OK;
+}

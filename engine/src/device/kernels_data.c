@@ -1,0 +1,420 @@
+/*
+ * kernels_data.c - data movement: constants, iota, aliases, copies,
+ * broadcast, transpose, slice, concatenate, reverse, dynamic-slice and
+ * dynamic-update-slice. Data is dense row-major; every strided access goes
+ * through one n-d copy that merges contiguous dimensions first, so the
+ * common cases end in memcpy or a tight element loop.
+ */
+#include <string.h>
+
+#include "device/device_internal.h"
+
+void dev_row_major_strides(const int64_t *dims, int rank, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+static void copy_line(char *d, int64_t ds, const char *s, int64_t ss,
+                      int64_t n, int esize)
+{
+    if (ds == 1 && ss == 1) {
+        memcpy(d, s, (size_t)(n * esize));
+        return;
+    }
+    switch (esize) {
+    case 4: {
+        uint32_t *restrict dp = (uint32_t *)d;
+        const uint32_t *restrict sp = (const uint32_t *)s;
+        if (ds == 1)
+            for (int64_t i = 0; i < n; i++)
+                dp[i] = sp[i * ss];
+        else
+            for (int64_t i = 0; i < n; i++)
+                dp[i * ds] = sp[i * ss];
+        break;
+    }
+    case 1:
+        for (int64_t i = 0; i < n; i++)
+            d[i * ds] = s[i * ss];
+        break;
+    case 8: {
+        uint64_t *dp = (uint64_t *)d;
+        const uint64_t *sp = (const uint64_t *)s;
+        for (int64_t i = 0; i < n; i++)
+            dp[i * ds] = sp[i * ss];
+        break;
+    }
+    default:
+        for (int64_t i = 0; i < n; i++)
+            memcpy(d + i * ds * esize, s + i * ss * esize, (size_t)esize);
+        break;
+    }
+}
+
+void dev_copy_strided(void *dst, const int64_t *dst_strides, const void *src,
+                      const int64_t *src_strides, const int64_t *dims,
+                      int rank, int esize)
+{
+    int64_t d[HS_MAX_RANK], ss[HS_MAX_RANK], ds[HS_MAX_RANK];
+    int r = 0;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] == 0)
+            return;
+        if (dims[i] == 1)
+            continue;
+        if (r > 0 && ss[r - 1] == src_strides[i] * dims[i] &&
+            ds[r - 1] == dst_strides[i] * dims[i]) {
+            d[r - 1] *= dims[i];
+            ss[r - 1] = src_strides[i];
+            ds[r - 1] = dst_strides[i];
+        } else {
+            d[r] = dims[i];
+            ss[r] = src_strides[i];
+            ds[r] = dst_strides[i];
+            r++;
+        }
+    }
+    if (r == 0) {
+        memcpy(dst, src, (size_t)esize);
+        return;
+    }
+    int inner = r - 1;
+    int64_t idx[HS_MAX_RANK] = {0};
+    char *dp = dst;
+    const char *sp = src;
+    for (;;) {
+        copy_line(dp, ds[inner], sp, ss[inner], d[inner], esize);
+        int k = inner - 1;
+        for (; k >= 0; k--) {
+            dp += ds[k] * esize;
+            sp += ss[k] * esize;
+            if (++idx[k] < d[k])
+                break;
+            dp -= ds[k] * d[k] * esize;
+            sp -= ss[k] * d[k] * esize;
+            idx[k] = 0;
+        }
+        if (k < 0)
+            return;
+    }
+}
+
+void dev_transpose(void *dst, const void *src, const int64_t *src_dims,
+                   int rank, const int64_t *perm, int esize)
+{
+    int64_t ss[HS_MAX_RANK], pss[HS_MAX_RANK], od[HS_MAX_RANK],
+        ds[HS_MAX_RANK];
+    dev_row_major_strides(src_dims, rank, ss);
+    for (int i = 0; i < rank; i++) {
+        od[i] = src_dims[perm[i]];
+        pss[i] = ss[perm[i]];
+    }
+    dev_row_major_strides(od, rank, ds);
+    dev_copy_strided(dst, ds, src, pss, od, rank, esize);
+}
+
+/* ---- leaves ----------------------------------------------------------- */
+
+hs_status dev_k_constant(dev_ctx *x, const dev_step *s, dev_val **f,
+                         dev_val **out)
+{
+    /* The literal is read in place: never written, never freed. */
+    *out = dev_array_wrap(x, &s->in->shape, s->in->literal, true);
+    return *out ? HS_OK : x->err->status;
+}
+
+hs_status dev_k_iota(dev_ctx *x, const dev_step *s, dev_val **f,
+                     dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const hs_shape *sh = &in->shape;
+    int dim = in->n_dims > 0 ? (int)in->dims[0] : 0;
+    if (dim < 0 || dim >= sh->rank) {
+        if (sh->rank != 0)
+            return dev_unsupported(x, in, "an iota with a bad dimension");
+        dim = 0;
+    }
+    dev_val *v = dev_array_new(x, sh);
+    if (!v)
+        return x->err->status;
+    int64_t outer = 1, len = sh->rank ? sh->dims[dim] : 1, inner = 1;
+    for (int i = 0; i < dim; i++)
+        outer *= sh->dims[i];
+    for (int i = dim + 1; i < sh->rank; i++)
+        inner *= sh->dims[i];
+    void *d = v->block->data;
+    int64_t p = 0;
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t j = 0; j < len; j++)
+            for (int64_t i = 0; i < inner; i++, p++) {
+                switch (sh->dtype) {
+                case HS_F32: ((float *)d)[p] = (float)j; break;
+                case HS_S32: ((int32_t *)d)[p] = (int32_t)j; break;
+                case HS_S64: ((int64_t *)d)[p] = j; break;
+                default: ((uint8_t *)d)[p] = j != 0; break;
+                }
+            }
+    *out = v;
+    return HS_OK;
+}
+
+/* ---- aliases and copies ------------------------------------------------ */
+
+/* reshape, bitcast, bitcast-convert and opt-barrier: same bytes, new
+ * shape, no copy. */
+hs_status dev_k_alias(dev_ctx *x, const dev_step *s, dev_val **f,
+                      dev_val **out)
+{
+    dev_val *v = dev_take(s, f, 0);
+    if (v->elems || v->refs == 1) {
+        if (!v->elems)
+            v->shape = &s->in->shape;
+        *out = v;
+        return HS_OK;
+    }
+    *out = dev_array_alias(x, &s->in->shape, v->block);
+    dev_release(x, v);
+    return *out ? HS_OK : x->err->status;
+}
+
+hs_status dev_k_copy(dev_ctx *x, const dev_step *s, dev_val **f,
+                     dev_val **out)
+{
+    dev_val *a = dev_op(s, f, 0);
+    if (a->elems)
+        return dev_unsupported(x, s->in, "a copy of a tuple");
+    dev_val *v = dev_array_new(x, &s->in->shape);
+    if (!v)
+        return x->err->status;
+    memcpy(v->block->data, a->block->data, (size_t)v->block->bytes);
+    *out = v;
+    return HS_OK;
+}
+
+/* ---- layout-changing copies -------------------------------------------- */
+
+hs_status dev_k_broadcast(dev_ctx *x, const dev_step *s, dev_val **f,
+                          dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0);
+    const hs_shape *os = a->shape, *rs = &in->shape;
+    int es = dev_esize(rs->dtype);
+    dev_val *v = dev_array_new(x, rs);
+    if (!v)
+        return x->err->status;
+    int64_t n = hs_shape_elements(rs);
+    if (hs_shape_elements(os) == 1) {
+        const char *src = a->block->data;
+        char *d = v->block->data;
+        if (es == 4) {
+            uint32_t val;
+            memcpy(&val, src, 4);
+            uint32_t *restrict dp = (uint32_t *)d;
+            for (int64_t i = 0; i < n; i++)
+                dp[i] = val;
+        } else {
+            for (int64_t i = 0; i < n; i++)
+                memcpy(d + i * es, src, (size_t)es);
+        }
+    } else {
+        int64_t ostr[HS_MAX_RANK], sstr[HS_MAX_RANK] = {0}, dstr[HS_MAX_RANK];
+        dev_row_major_strides(os->dims, os->rank, ostr);
+        for (int i = 0; i < os->rank && i < in->n_dims; i++)
+            sstr[in->dims[i]] = ostr[i];
+        dev_row_major_strides(rs->dims, rs->rank, dstr);
+        dev_copy_strided(v->block->data, dstr, a->block->data, sstr,
+                         rs->dims, rs->rank, es);
+    }
+    *out = v;
+    return HS_OK;
+}
+
+hs_status dev_k_transpose(dev_ctx *x, const dev_step *s, dev_val **f,
+                          dev_val **out)
+{
+    const dev_val *a = dev_op(s, f, 0);
+    dev_val *v = dev_array_new(x, &s->in->shape);
+    if (!v)
+        return x->err->status;
+    dev_transpose(v->block->data, a->block->data, a->shape->dims,
+                  a->shape->rank, s->in->dims, dev_esize(a->shape->dtype));
+    *out = v;
+    return HS_OK;
+}
+
+hs_status dev_k_slice(dev_ctx *x, const dev_step *s, dev_val **f,
+                      dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0);
+    const hs_shape *os = a->shape, *rs = &in->shape;
+    int es = dev_esize(rs->dtype);
+    int64_t ostr[HS_MAX_RANK], sstr[HS_MAX_RANK], dstr[HS_MAX_RANK];
+    dev_row_major_strides(os->dims, os->rank, ostr);
+    dev_row_major_strides(rs->dims, rs->rank, dstr);
+    int64_t off = 0;
+    for (int i = 0; i < rs->rank; i++) {
+        int64_t st = in->slice->stride[i] > 0 ? in->slice->stride[i] : 1;
+        off += in->slice->start[i] * ostr[i];
+        sstr[i] = ostr[i] * st;
+    }
+    dev_val *v = dev_array_new(x, rs);
+    if (!v)
+        return x->err->status;
+    dev_copy_strided(v->block->data, dstr, (const char *)a->block->data +
+                                               off * es,
+                     sstr, rs->dims, rs->rank, es);
+    *out = v;
+    return HS_OK;
+}
+
+hs_status dev_k_concatenate(dev_ctx *x, const dev_step *s, dev_val **f,
+                            dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const hs_shape *rs = &in->shape;
+    int d = in->n_dims > 0 ? (int)in->dims[0] : 0;
+    int es = dev_esize(rs->dtype);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < d; i++)
+        outer *= rs->dims[i];
+    for (int i = d + 1; i < rs->rank; i++)
+        inner *= rs->dims[i];
+    dev_val *v = dev_array_new(x, rs);
+    if (!v)
+        return x->err->status;
+    size_t row = (size_t)(rs->dims[d] * inner * es);
+    size_t at = 0;
+    for (int k = 0; k < s->n_ops; k++) {
+        const dev_val *a = dev_op(s, f, k);
+        size_t chunk = (size_t)(a->shape->dims[d] * inner * es);
+        const char *src = a->block->data;
+        char *dst = (char *)v->block->data + at;
+        for (int64_t o = 0; o < outer; o++)
+            memcpy(dst + (size_t)o * row, src + (size_t)o * chunk, chunk);
+        at += chunk;
+    }
+    *out = v;
+    return HS_OK;
+}
+
+hs_status dev_k_reverse(dev_ctx *x, const dev_step *s, dev_val **f,
+                        dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0);
+    const hs_shape *rs = &in->shape;
+    int es = dev_esize(rs->dtype);
+    int64_t sstr[HS_MAX_RANK], dstr[HS_MAX_RANK];
+    dev_row_major_strides(rs->dims, rs->rank, sstr);
+    dev_row_major_strides(rs->dims, rs->rank, dstr);
+    int64_t off = 0;
+    for (int k = 0; k < in->n_dims; k++) {
+        int i = (int)in->dims[k];
+        off += (rs->dims[i] - 1) * sstr[i];
+        sstr[i] = -sstr[i];
+    }
+    dev_val *v = dev_array_new(x, rs);
+    if (!v)
+        return x->err->status;
+    dev_copy_strided(v->block->data, dstr,
+                     (const char *)a->block->data + off * es, sstr,
+                     rs->dims, rs->rank, es);
+    *out = v;
+    return HS_OK;
+}
+
+/* ---- dynamic slices ---------------------------------------------------- */
+
+static int64_t read_index(const dev_val *v, int64_t k)
+{
+    switch (v->shape->dtype) {
+    case HS_S32: return ((const int32_t *)v->block->data)[k];
+    case HS_S64: return ((const int64_t *)v->block->data)[k];
+    default: return 0;
+    }
+}
+
+/* Start indices from scalar operands first..first+rank-1 (or one rank-1
+ * index vector, the old form), clamped as XLA does so that the window
+ * stays inside the operand. */
+static void start_indices(const dev_step *s, dev_val **f, int first,
+                          const hs_shape *os, const int64_t *window,
+                          int64_t *start)
+{
+    bool vector_form = s->n_ops == first + 1 && os->rank > 1;
+    for (int i = 0; i < os->rank; i++) {
+        int64_t v = 0;
+        if (vector_form)
+            v = read_index(dev_op(s, f, first), i);
+        else if (first + i < s->n_ops)
+            v = read_index(dev_op(s, f, first + i), 0);
+        int64_t hi = os->dims[i] - window[i];
+        start[i] = v < 0 ? 0 : v > hi ? hi : v;
+    }
+}
+
+hs_status dev_k_dynamic_slice(dev_ctx *x, const dev_step *s, dev_val **f,
+                              dev_val **out)
+{
+    const dev_val *a = dev_op(s, f, 0);
+    const hs_shape *os = a->shape, *rs = &s->in->shape;
+    int es = dev_esize(rs->dtype);
+    int64_t start[HS_MAX_RANK], ostr[HS_MAX_RANK], dstr[HS_MAX_RANK];
+    start_indices(s, f, 1, os, rs->dims, start);
+    dev_row_major_strides(os->dims, os->rank, ostr);
+    dev_row_major_strides(rs->dims, rs->rank, dstr);
+    int64_t off = 0;
+    for (int i = 0; i < os->rank; i++)
+        off += start[i] * ostr[i];
+    dev_val *v = dev_array_new(x, rs);
+    if (!v)
+        return x->err->status;
+    dev_copy_strided(v->block->data, dstr,
+                     (const char *)a->block->data + off * es, ostr,
+                     rs->dims, rs->rank, es);
+    *out = v;
+    return HS_OK;
+}
+
+hs_status dev_k_dynamic_update_slice(dev_ctx *x, const dev_step *s,
+                                     dev_val **f, dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *u = dev_op(s, f, 1);
+    const hs_shape *us = u->shape;
+    int es = dev_esize(in->shape.dtype);
+    int64_t start[HS_MAX_RANK], ostr[HS_MAX_RANK], ustr[HS_MAX_RANK];
+    start_indices(s, f, 2, dev_op(s, f, 0)->shape, us->dims, start);
+    /* Update in place when nobody else can see the operand's buffer: a
+     * loop-carried buffer is then never copied per iteration. */
+    dev_val *a = dev_take(s, f, 0);
+    dev_val *v;
+    if (a->refs == 1 && a->block->refs == 1 && a->block->cap != 0 &&
+        a->block->space == dev_space_index(in->shape.memory_space)) {
+        v = a;
+        v->shape = &in->shape;
+    } else {
+        v = dev_array_new(x, &in->shape);
+        if (v)
+            memcpy(v->block->data, a->block->data, (size_t)v->block->bytes);
+        dev_release(x, a);
+        if (!v)
+            return x->err->status;
+    }
+    const hs_shape *os = &in->shape;
+    dev_row_major_strides(os->dims, os->rank, ostr);
+    dev_row_major_strides(us->dims, us->rank, ustr);
+    int64_t off = 0;
+    for (int i = 0; i < os->rank; i++)
+        off += start[i] * ostr[i];
+    dev_copy_strided((char *)v->block->data + off * es, ostr,
+                     u->block->data, ustr, us->dims, us->rank, es);
+    *out = v;
+    return HS_OK;
+}

@@ -1,0 +1,476 @@
+/*
+ * kernels_elementwise.c - unary, binary, compare, select, clamp and convert
+ * for f32, s32, s64 and pred.
+ *
+ * Each family has one element function (always inlined) that takes the
+ * opcode; the opcode switch sits outside the loops, so every loop is a
+ * straight line over restrict pointers with a constant opcode that the
+ * compiler folds and vectorises where the element function allows.
+ */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device/device_internal.h"
+#include "device/element_ops.h"
+
+/* ---- element functions ------------------------------------------------ */
+
+ELEM float unary_f32(hs_opcode op, float v)
+{
+    switch (op) {
+    case HS_OP_ABS: return fabsf(v);
+    case HS_OP_NEGATE: return -v;
+    case HS_OP_EXP: return expf(v);
+    case HS_OP_EXPM1: return expm1f(v);
+    case HS_OP_LOG: return logf(v);
+    case HS_OP_LOG1P: return log1pf(v);
+    case HS_OP_SQRT: return sqrtf(v);
+    case HS_OP_RSQRT: return 1.0f / sqrtf(v);
+    case HS_OP_TANH: return tanhf(v);
+    case HS_OP_LOGISTIC: return 1.0f / (1.0f + expf(-v));
+    case HS_OP_ERF: return erff(v);
+    case HS_OP_SIGN: return v > 0 ? 1.0f : v < 0 ? -1.0f : v;
+    case HS_OP_FLOOR: return floorf(v);
+    case HS_OP_CEIL: return ceilf(v);
+    case HS_OP_COS: return cosf(v);
+    case HS_OP_SIN: return sinf(v);
+    default: return v;
+    }
+}
+
+ELEM int64_t unary_int(hs_opcode op, int64_t v)
+{
+    switch (op) {
+    case HS_OP_ABS: return v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
+    case HS_OP_NEGATE: return (int64_t)(0 - (uint64_t)v);
+    case HS_OP_SIGN: return (v > 0) - (v < 0);
+    case HS_OP_NOT: return ~v;
+    default: return v;
+    }
+}
+
+/* ---- loops ------------------------------------------------------------ */
+
+#define MAP1(OP, FN, TA, TY)                                               \
+    case OP:                                                               \
+        VLOOP(n, y[i] = (TY)FN(OP, (TA)a[i]));                             \
+        break;
+
+static bool unary_f32_loop(hs_opcode op, const float *restrict a,
+                           float *restrict y, int64_t n)
+{
+    switch (op) {
+        MAP1(HS_OP_ABS, unary_f32, float, float)
+        MAP1(HS_OP_NEGATE, unary_f32, float, float)
+        MAP1(HS_OP_EXP, unary_f32, float, float)
+        MAP1(HS_OP_EXPM1, unary_f32, float, float)
+        MAP1(HS_OP_LOG, unary_f32, float, float)
+        MAP1(HS_OP_LOG1P, unary_f32, float, float)
+        MAP1(HS_OP_SQRT, unary_f32, float, float)
+        MAP1(HS_OP_RSQRT, unary_f32, float, float)
+        MAP1(HS_OP_TANH, unary_f32, float, float)
+        MAP1(HS_OP_LOGISTIC, unary_f32, float, float)
+        MAP1(HS_OP_ERF, unary_f32, float, float)
+        MAP1(HS_OP_SIGN, unary_f32, float, float)
+        MAP1(HS_OP_FLOOR, unary_f32, float, float)
+        MAP1(HS_OP_CEIL, unary_f32, float, float)
+        MAP1(HS_OP_COS, unary_f32, float, float)
+        MAP1(HS_OP_SIN, unary_f32, float, float)
+    default: return false;
+    }
+    return true;
+}
+
+#define DEFINE_UNARY_INT_LOOP(NAME, T)                                     \
+    static bool NAME(hs_opcode op, const T *restrict a, T *restrict y,     \
+                     int64_t n)                                            \
+    {                                                                      \
+        switch (op) {                                                      \
+            MAP1(HS_OP_ABS, unary_int, int64_t, T)                         \
+            MAP1(HS_OP_NEGATE, unary_int, int64_t, T)                      \
+            MAP1(HS_OP_SIGN, unary_int, int64_t, T)                        \
+            MAP1(HS_OP_NOT, unary_int, int64_t, T)                         \
+        default: return false;                                             \
+        }                                                                  \
+        return true;                                                       \
+    }
+DEFINE_UNARY_INT_LOOP(unary_s32_loop, int32_t)
+DEFINE_UNARY_INT_LOOP(unary_s64_loop, int64_t)
+
+#define MAP2(OP, FN)                                                       \
+    case OP:                                                               \
+        VLOOP(n, y[i] = FN(OP, a[i], b[i]));                               \
+        break;
+
+#define DEFINE_BINARY_LOOP(NAME, T, FN, ARITH, BITS)                       \
+    static bool NAME(hs_opcode op, const T *restrict a, const T *restrict b, \
+                     T *restrict y, int64_t n)                             \
+    {                                                                      \
+        switch (op) {                                                      \
+            MAP2(HS_OP_ADD, FN)                                            \
+            MAP2(HS_OP_SUBTRACT, FN)                                       \
+            MAP2(HS_OP_MULTIPLY, FN)                                       \
+            MAP2(HS_OP_MAXIMUM, FN)                                        \
+            MAP2(HS_OP_MINIMUM, FN)                                        \
+        case HS_OP_DIVIDE: case HS_OP_POWER: case HS_OP_REMAINDER:         \
+            if (!(ARITH))                                                  \
+                return false;                                              \
+            switch (op) {                                                  \
+                MAP2(HS_OP_DIVIDE, FN)                                     \
+                MAP2(HS_OP_POWER, FN)                                      \
+                MAP2(HS_OP_REMAINDER, FN)                                  \
+            default: break;                                                \
+            }                                                              \
+            break;                                                         \
+        case HS_OP_AND: case HS_OP_OR: case HS_OP_XOR:                     \
+            if (!(BITS))                                                   \
+                return false;                                              \
+            switch (op) {                                                  \
+                MAP2(HS_OP_AND, FN)                                        \
+                MAP2(HS_OP_OR, FN)                                         \
+                MAP2(HS_OP_XOR, FN)                                        \
+            default: break;                                                \
+            }                                                              \
+            break;                                                         \
+        default: return false;                                             \
+        }                                                                  \
+        return true;                                                       \
+    }
+
+/* Bitwise ops on floats are not HLO; binary_f32 is never asked for them. */
+static inline __attribute__((always_inline)) float
+binary_f32_nobits(hs_opcode op, float a, float b)
+{
+    return binary_f32(op, a, b);
+}
+DEFINE_BINARY_LOOP(binary_f32_loop, float, binary_f32_nobits, true, false)
+DEFINE_BINARY_LOOP(binary_s32_loop, int32_t, binary_s32, true, true)
+DEFINE_BINARY_LOOP(binary_s64_loop, int64_t, binary_s64, true, true)
+DEFINE_BINARY_LOOP(binary_pred_loop, uint8_t, binary_pred, false, true)
+
+/* ---- kernels ---------------------------------------------------------- */
+
+static hs_status bad_type(dev_ctx *x, const hs_instruction *in,
+                          hs_dtype t)
+{
+    char what[96];
+    snprintf(what, sizeof what, "opcode '%s' on element type '%s'",
+             hs_opcode_name(in->opcode), hs_dtype_name(t));
+    return dev_unsupported(x, in, what);
+}
+
+static hs_status same_size(dev_ctx *x, const hs_instruction *in,
+                           const dev_val *a, int64_t n)
+{
+    if (a->elems || hs_shape_elements(a->shape) != n)
+        return hs_error_set(x->err, HS_ERR_SHAPE,
+                            "instruction %s: operand shapes do not match "
+                            "the result", in->name);
+    return HS_OK;
+}
+
+hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
+                      dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0);
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    if (st)
+        return st;
+    hs_dtype t = in->shape.dtype;
+    if (t != a->shape->dtype || (t == HS_F32 && in->opcode == HS_OP_NOT) ||
+        (t == HS_PRED && in->opcode != HS_OP_NOT) ||
+        (t != HS_F32 && t != HS_PRED && in->opcode != HS_OP_NOT &&
+         in->opcode != HS_OP_ABS && in->opcode != HS_OP_NEGATE &&
+         in->opcode != HS_OP_SIGN))
+        return bad_type(x, in, a->shape->dtype);
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    void *y = v->block->data;
+    const void *ad = a->block->data;
+    switch (t) {
+    case HS_F32: unary_f32_loop(in->opcode, ad, y, n); break;
+    case HS_S32: unary_s32_loop(in->opcode, ad, y, n); break;
+    case HS_S64: unary_s64_loop(in->opcode, ad, y, n); break;
+    default: {
+        const uint8_t *restrict ap = ad;
+        uint8_t *restrict yp = y;
+        VLOOP(n, yp[i] = !ap[i]);
+        break;
+    }
+    }
+    *out = v;
+    return HS_OK;
+}
+
+hs_status dev_k_binary(dev_ctx *x, const dev_step *s, dev_val **f,
+                       dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0), *b = dev_op(s, f, 1);
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    if (!st)
+        st = same_size(x, in, b, n);
+    if (st)
+        return st;
+    hs_dtype t = in->shape.dtype;
+    if (a->shape->dtype != t || b->shape->dtype != t)
+        return bad_type(x, in, a->shape->dtype);
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    const void *ad = a->block->data, *bd = b->block->data;
+    void *y = v->block->data;
+    bool ok;
+    switch (t) {
+    case HS_F32: ok = binary_f32_loop(in->opcode, ad, bd, y, n); break;
+    case HS_S32: ok = binary_s32_loop(in->opcode, ad, bd, y, n); break;
+    case HS_S64: ok = binary_s64_loop(in->opcode, ad, bd, y, n); break;
+    default: ok = binary_pred_loop(in->opcode, ad, bd, y, n); break;
+    }
+    if (!ok) {
+        dev_release(x, v);
+        return bad_type(x, in, t);
+    }
+    *out = v;
+    return HS_OK;
+}
+
+#define CMP_CASE(DIR, OPR)                                                 \
+    case DIR:                                                              \
+        VLOOP(n, y[i] = a[i] OPR b[i]);                                    \
+        break;
+
+#define DEFINE_COMPARE_LOOP(NAME, T)                                       \
+    static void NAME(hs_direction d, const T *restrict a,                  \
+                     const T *restrict b, uint8_t *restrict y, int64_t n)  \
+    {                                                                      \
+        switch (d) {                                                       \
+            CMP_CASE(HS_DIR_EQ, ==)                                        \
+            CMP_CASE(HS_DIR_NE, !=)                                        \
+            CMP_CASE(HS_DIR_LT, <)                                         \
+            CMP_CASE(HS_DIR_LE, <=)                                        \
+            CMP_CASE(HS_DIR_GT, >)                                         \
+            CMP_CASE(HS_DIR_GE, >=)                                        \
+        default: memset(y, 0, (size_t)n); break;                           \
+        }                                                                  \
+    }
+DEFINE_COMPARE_LOOP(compare_f32, float)
+DEFINE_COMPARE_LOOP(compare_s32, int32_t)
+DEFINE_COMPARE_LOOP(compare_s64, int64_t)
+DEFINE_COMPARE_LOOP(compare_pred, uint8_t)
+
+hs_status dev_k_compare(dev_ctx *x, const dev_step *s, dev_val **f,
+                        dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0), *b = dev_op(s, f, 1);
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    if (!st)
+        st = same_size(x, in, b, n);
+    if (st)
+        return st;
+    hs_dtype t = a->shape->dtype;
+    if (b->shape->dtype != t || in->shape.dtype != HS_PRED)
+        return bad_type(x, in, t);
+    if (in->direction == HS_DIR_NONE)
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "instruction %s: compare without direction",
+                            in->name);
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    const void *ad = a->block->data, *bd = b->block->data;
+    uint8_t *y = v->block->data;
+    switch (t) {
+    case HS_F32: compare_f32(in->direction, ad, bd, y, n); break;
+    case HS_S32: compare_s32(in->direction, ad, bd, y, n); break;
+    case HS_S64: compare_s64(in->direction, ad, bd, y, n); break;
+    default: compare_pred(in->direction, ad, bd, y, n); break;
+    }
+    *out = v;
+    return HS_OK;
+}
+
+#define DEFINE_SELECT_LOOP(NAME, T)                                        \
+    static void NAME(const uint8_t *restrict p, int64_t pstep,             \
+                     const T *restrict a, const T *restrict b,             \
+                     T *restrict y, int64_t n)                             \
+    {                                                                      \
+        if (pstep == 0) {                                                  \
+            memcpy(y, p[0] ? a : b, (size_t)n * sizeof(T));                \
+            return;                                                        \
+        }                                                                  \
+        VLOOP(n, y[i] = p[i] ? a[i] : b[i]);                               \
+    }
+DEFINE_SELECT_LOOP(select_4, uint32_t)
+DEFINE_SELECT_LOOP(select_1, uint8_t)
+DEFINE_SELECT_LOOP(select_8, uint64_t)
+
+hs_status dev_k_select(dev_ctx *x, const dev_step *s, dev_val **f,
+                       dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *p = dev_op(s, f, 0), *a = dev_op(s, f, 1),
+                  *b = dev_op(s, f, 2);
+    if (a->elems || b->elems)
+        return dev_unsupported(x, in, "a select of tuples");
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    if (!st)
+        st = same_size(x, in, b, n);
+    int64_t pn = p->elems ? -1 : hs_shape_elements(p->shape);
+    if (!st && pn != n && pn != 1)
+        st = same_size(x, in, p, n);
+    if (st)
+        return st;
+    if (p->shape->dtype != HS_PRED)
+        return bad_type(x, in, p->shape->dtype);
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    int64_t step = pn == n ? 1 : 0;
+    const uint8_t *pd = p->block->data;
+    switch (dev_esize(in->shape.dtype)) {
+    case 4:
+        select_4(pd, step, a->block->data, b->block->data, v->block->data, n);
+        break;
+    case 8:
+        select_8(pd, step, a->block->data, b->block->data, v->block->data, n);
+        break;
+    default:
+        select_1(pd, step, a->block->data, b->block->data, v->block->data, n);
+        break;
+    }
+    *out = v;
+    return HS_OK;
+}
+
+#define DEFINE_CLAMP_LOOP(NAME, T)                                         \
+    static void NAME(const T *restrict lo, int64_t lstep,                  \
+                     const T *restrict a, const T *restrict hi,            \
+                     int64_t hstep, T *restrict y, int64_t n)              \
+    {                                                                      \
+        VLOOP(n, {                                                         \
+            T v = a[i], l = lo[i * lstep], h = hi[i * hstep];              \
+            v = v < l ? l : v;                                             \
+            y[i] = v > h ? h : v;                                          \
+        });                                                                \
+    }
+DEFINE_CLAMP_LOOP(clamp_f32, float)
+DEFINE_CLAMP_LOOP(clamp_s32, int32_t)
+DEFINE_CLAMP_LOOP(clamp_s64, int64_t)
+
+hs_status dev_k_clamp(dev_ctx *x, const dev_step *s, dev_val **f,
+                      dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *lo = dev_op(s, f, 0), *a = dev_op(s, f, 1),
+                  *hi = dev_op(s, f, 2);
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    int64_t ln = lo->elems ? -1 : hs_shape_elements(lo->shape);
+    int64_t hn = hi->elems ? -1 : hs_shape_elements(hi->shape);
+    if (!st && ln != 1 && ln != n)
+        st = same_size(x, in, lo, n);
+    if (!st && hn != 1 && hn != n)
+        st = same_size(x, in, hi, n);
+    if (st)
+        return st;
+    hs_dtype t = a->shape->dtype;
+    if (lo->shape->dtype != t || hi->shape->dtype != t || t == HS_PRED)
+        return bad_type(x, in, t);
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    int64_t ls = ln == n ? 1 : 0, hstep = hn == n ? 1 : 0;
+    const void *l = lo->block->data, *ad = a->block->data,
+               *h = hi->block->data;
+    void *y = v->block->data;
+    switch (t) {
+    case HS_F32: clamp_f32(l, ls, ad, h, hstep, y, n); break;
+    case HS_S32: clamp_s32(l, ls, ad, h, hstep, y, n); break;
+    default: clamp_s64(l, ls, ad, h, hstep, y, n); break;
+    }
+    *out = v;
+    return HS_OK;
+}
+
+/* ---- convert ------------------------------------------------------------ */
+
+/* Float to integer saturates and maps NaN to 0, as XLA does. */
+ELEM int32_t f32_to_s32(float v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 2147483648.0f)
+        return INT32_MAX;
+    if (v < -2147483648.0f)
+        return INT32_MIN;
+    return (int32_t)v;
+}
+
+ELEM int64_t f32_to_s64(float v)
+{
+    if (v != v)
+        return 0;
+    if (v >= 9223372036854775808.0f)
+        return INT64_MAX;
+    if (v < -9223372036854775808.0f)
+        return INT64_MIN;
+    return (int64_t)v;
+}
+
+#define CONVERT_LOOP(TI, TO, EXPR)                                         \
+    do {                                                                   \
+        const TI *restrict a_ = ad;                                        \
+        TO *restrict y_ = y;                                               \
+        VLOOP(n, {                                                         \
+            TI v = a_[i];                                                  \
+            y_[i] = (TO)(EXPR);                                            \
+        });                                                                \
+    } while (0)
+
+#define CONVERT_FROM(TI, TO_F32, TO_S32, TO_S64)                           \
+    switch (to) {                                                          \
+    case HS_F32: CONVERT_LOOP(TI, float, TO_F32); break;                   \
+    case HS_S32: CONVERT_LOOP(TI, int32_t, TO_S32); break;                 \
+    case HS_S64: CONVERT_LOOP(TI, int64_t, TO_S64); break;                 \
+    default: CONVERT_LOOP(TI, uint8_t, v != 0); break;                     \
+    }
+
+hs_status dev_k_convert(dev_ctx *x, const dev_step *s, dev_val **f,
+                        dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0);
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    if (st)
+        return st;
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    hs_dtype from = a->shape->dtype, to = in->shape.dtype;
+    const void *ad = a->block->data;
+    void *y = v->block->data;
+    if (from == to) {
+        memcpy(y, ad, (size_t)v->block->bytes);
+    } else {
+        switch (from) {
+        case HS_F32: CONVERT_FROM(float, v, f32_to_s32(v), f32_to_s64(v));
+            break;
+        case HS_S32: CONVERT_FROM(int32_t, (float)v, v, v); break;
+        case HS_S64: CONVERT_FROM(int64_t, (float)v, (int32_t)v, v); break;
+        default: CONVERT_FROM(uint8_t, v != 0, v != 0, v != 0); break;
+        }
+    }
+    *out = v;
+    return HS_OK;
+}

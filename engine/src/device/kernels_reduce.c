@@ -1,0 +1,226 @@
+/*
+ * kernels_reduce.c - single-input reduce.
+ *
+ * A reducer whose root is add, multiply, maximum, minimum, and or or of its
+ * two parameters (what every frontend emits) runs as a tight loop; any
+ * other reducer is interpreted once per element. The input is viewed as
+ * [kept, reduced] (row reduction) or [reduced, kept] (column accumulation,
+ * which vectorises); other orders are transposed to [kept, reduced] first.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device_internal.h"
+#include "device/element_ops.h"
+
+int dev_reducer_fast_op(const hs_computation *c)
+{
+    const hs_instruction *r = c->root;
+    if (c->n_params != 2 || !r || r->n_operands != 2 || r->shape.rank != 0)
+        return -1;
+    switch (r->opcode) {
+    case HS_OP_ADD: case HS_OP_MULTIPLY: case HS_OP_MAXIMUM:
+    case HS_OP_MINIMUM: case HS_OP_AND: case HS_OP_OR:
+        break;
+    default:
+        return -1;
+    }
+    const hs_instruction *a = r->operands[0], *b = r->operands[1];
+    if (a->opcode != HS_OP_PARAMETER || b->opcode != HS_OP_PARAMETER ||
+        a == b || a->parent != c || b->parent != c)
+        return -1;
+    return (int)r->opcode;
+}
+
+#define ROWS(OP, FN, T)                                                       \
+    case OP:                                                               \
+        for (int64_t o = 0; o < outer; o++) {                              \
+            T acc = init;                                                  \
+            const T *row = a + o * red;                                    \
+            for (int64_t j = 0; j < red; j++)                              \
+                acc = FN(OP, acc, row[j]);                                 \
+            y[o] = acc;                                                    \
+        }                                                                  \
+        break;
+
+#define COLS(OP, FN, T)                                                       \
+    case OP:                                                               \
+        for (int64_t j = 0; j < outer; j++)                                \
+            y[j] = init;                                                   \
+        for (int64_t r = 0; r < red; r++) {                                \
+            const T *row = a + r * outer;                                  \
+            VLOOP(outer, y[i] = FN(OP, y[i], row[i]));                     \
+        }                                                                  \
+        break;
+
+#define DEFINE_REDUCE_LOOP(NAME, T, FN)                                    \
+    static void NAME(hs_opcode op, bool cols, const T *restrict a, T init, \
+                     T *restrict y, int64_t outer, int64_t red)            \
+    {                                                                      \
+        if (cols) {                                                        \
+            switch (op) {                                                  \
+                COLS(HS_OP_ADD, FN, T)                                        \
+                COLS(HS_OP_MULTIPLY, FN, T)                                   \
+                COLS(HS_OP_MAXIMUM, FN, T)                                    \
+                COLS(HS_OP_MINIMUM, FN, T)                                    \
+                COLS(HS_OP_AND, FN, T)                                        \
+                COLS(HS_OP_OR, FN, T)                                         \
+            default: break;                                                \
+            }                                                              \
+        } else {                                                           \
+            switch (op) {                                                  \
+                ROWS(HS_OP_ADD, FN, T)                                        \
+                ROWS(HS_OP_MULTIPLY, FN, T)                                   \
+                ROWS(HS_OP_MAXIMUM, FN, T)                                    \
+                ROWS(HS_OP_MINIMUM, FN, T)                                    \
+                ROWS(HS_OP_AND, FN, T)                                        \
+                ROWS(HS_OP_OR, FN, T)                                         \
+            default: break;                                                \
+            }                                                              \
+        }                                                                  \
+    }
+
+/* and/or are not float operations; a float reducer never asks for them. */
+ELEM float reduce_f32_op(hs_opcode op, float a, float b)
+{
+    return (op == HS_OP_AND || op == HS_OP_OR) ? a : binary_f32(op, a, b);
+}
+DEFINE_REDUCE_LOOP(reduce_f32, float, reduce_f32_op)
+DEFINE_REDUCE_LOOP(reduce_s32, int32_t, binary_s32)
+DEFINE_REDUCE_LOOP(reduce_s64, int64_t, binary_s64)
+DEFINE_REDUCE_LOOP(reduce_pred, uint8_t, binary_pred)
+
+/* The interpreted path: acc = reducer(acc, x) per element. */
+static hs_status reduce_interpreted(dev_ctx *x, const dev_step *s,
+                                    const char *a, const dev_val *init,
+                                    char *y, int64_t outer, int64_t red,
+                                    bool cols, int es)
+{
+    dev_plan *p = s->callee[0];
+    const hs_shape *s0 = &p->comp->params[0]->shape;
+    const hs_shape *s1 = &p->comp->params[1]->shape;
+    for (int64_t o = 0; o < outer; o++) {
+        dev_val *acc = dev_array_new(x, s0);
+        if (!acc)
+            return x->err->status;
+        memcpy(acc->block->data, init->block->data, (size_t)es);
+        for (int64_t r = 0; r < red; r++) {
+            dev_val *e = dev_array_new(x, s1);
+            if (!e) {
+                dev_release(x, acc);
+                return x->err->status;
+            }
+            int64_t at = cols ? r * outer + o : o * red + r;
+            memcpy(e->block->data, a + at * es, (size_t)es);
+            dev_val *args[2] = {acc, e}, *res = NULL;
+            hs_status st = dev_eval(x, p, args, 2, &res);
+            if (st)
+                return st;
+            if (res->elems || res->shape->dtype != s0->dtype) {
+                dev_release(x, res);
+                return dev_unsupported(x, s->in,
+                                       "a reducer with a non-scalar result");
+            }
+            acc = res;
+        }
+        memcpy(y + o * es, acc->block->data, (size_t)es);
+        dev_release(x, acc);
+    }
+    return HS_OK;
+}
+
+hs_status dev_k_reduce(dev_ctx *x, const dev_step *s, dev_val **f,
+                       dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *av = dev_op(s, f, 0), *iv = dev_op(s, f, 1);
+    const hs_shape *is = av->shape;
+    hs_dtype t = is->dtype;
+    int es = dev_esize(t);
+    if (iv->elems || hs_shape_elements(iv->shape) != 1 ||
+        iv->shape->dtype != t || in->shape.dtype != t)
+        return dev_unsupported(x, in, "a reduce with mixed element types");
+    bool reduced[HS_MAX_RANK] = {false};
+    for (int k = 0; k < in->n_dims; k++)
+        if (in->dims[k] >= 0 && in->dims[k] < is->rank)
+            reduced[in->dims[k]] = true;
+    int64_t outer = 1, red = 1;
+    int64_t perm[HS_MAX_RANK], kept_dims[HS_MAX_RANK], red_dims[HS_MAX_RANK];
+    int nk = 0, nr = 0;
+    /* Orders of the non-unit dimensions decide the view. */
+    bool kept_seen = false, red_after_kept = false, red_seen = false,
+         kept_after_red = false;
+    for (int i = 0; i < is->rank; i++) {
+        if (reduced[i]) {
+            red *= is->dims[i];
+            red_dims[nr++] = i;
+        } else {
+            outer *= is->dims[i];
+            kept_dims[nk++] = i;
+        }
+        if (is->dims[i] == 1)
+            continue;
+        if (reduced[i]) {
+            red_seen = true;
+            red_after_kept |= kept_seen;
+        } else {
+            kept_seen = true;
+            kept_after_red |= red_seen;
+        }
+    }
+    bool rows = !kept_after_red; /* [kept, reduced] */
+    bool cols = !rows && !red_after_kept; /* [reduced, kept] */
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    const char *a = av->block->data;
+    char *scratch = NULL;
+    if (!rows && !cols) {
+        for (int i = 0; i < nk; i++)
+            perm[i] = kept_dims[i];
+        for (int i = 0; i < nr; i++)
+            perm[nk + i] = red_dims[i];
+        size_t bytes = (size_t)(outer * red * es);
+        scratch = aligned_alloc(64, ((bytes + 63) & ~(size_t)63) + 64);
+        if (!scratch) {
+            dev_release(x, v);
+            return dev_oom(x);
+        }
+        dev_transpose(scratch, a, is->dims, is->rank, perm, es);
+        a = scratch;
+    }
+    hs_status st = HS_OK;
+    void *y = v->block->data;
+    const void *init = iv->block->data;
+    if (s->aux >= 0 && (t != HS_F32 || (s->aux != HS_OP_AND &&
+                                        s->aux != HS_OP_OR))) {
+        hs_opcode op = (hs_opcode)s->aux;
+        switch (t) {
+        case HS_F32:
+            reduce_f32(op, cols, (const float *)a, *(const float *)init, y,
+                       outer, red);
+            break;
+        case HS_S32:
+            reduce_s32(op, cols, (const int32_t *)a, *(const int32_t *)init,
+                       y, outer, red);
+            break;
+        case HS_S64:
+            reduce_s64(op, cols, (const int64_t *)a, *(const int64_t *)init,
+                       y, outer, red);
+            break;
+        default:
+            reduce_pred(op, cols, (const uint8_t *)a,
+                        *(const uint8_t *)init, y, outer, red);
+            break;
+        }
+    } else {
+        st = reduce_interpreted(x, s, a, iv, y, outer, red, cols, es);
+    }
+    free(scratch);
+    if (st) {
+        dev_release(x, v);
+        return st;
+    }
+    *out = v;
+    return HS_OK;
+}

@@ -1,0 +1,432 @@
+/*
+ * plan.c - turns each computation reachable from the entry into a plan once
+ * per run: the kernel of every live instruction, the frame slots of its
+ * operands, which slots die after it, and its roofline cost. Everything the
+ * interpreter cannot execute is rejected here, before any work is done.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device/device_internal.h"
+
+bool dev_dtype_executable(hs_dtype t)
+{
+    return t == HS_F32 || t == HS_S32 || t == HS_PRED || t == HS_S64;
+}
+
+int dev_esize(hs_dtype t) { return hs_dtype_bits(t) / 8; }
+
+static const hs_shape *first_bad_leaf(const hs_shape *s)
+{
+    if (s->dtype != HS_TUPLE)
+        return dev_dtype_executable(s->dtype) ? NULL : s;
+    for (int i = 0; i < s->n_elems; i++) {
+        const hs_shape *b = first_bad_leaf(&s->elems[i]);
+        if (b)
+            return b;
+    }
+    return NULL;
+}
+
+static bool identity_custom_call(const hs_instruction *in)
+{
+    const char *t = in->custom_call_target;
+    return t && (strcmp(t, "annotate_device_placement") == 0 ||
+                 strcmp(t, "MoveToHost") == 0 ||
+                 strcmp(t, "MoveToDevice") == 0);
+}
+
+static dev_kernel kernel_for(const hs_instruction *in)
+{
+    switch (in->opcode) {
+    case HS_OP_CONSTANT: return dev_k_constant;
+    case HS_OP_IOTA: return dev_k_iota;
+    case HS_OP_ABS: case HS_OP_NEGATE: case HS_OP_EXP: case HS_OP_EXPM1:
+    case HS_OP_LOG: case HS_OP_LOG1P: case HS_OP_SQRT: case HS_OP_RSQRT:
+    case HS_OP_TANH: case HS_OP_LOGISTIC: case HS_OP_ERF: case HS_OP_SIGN:
+    case HS_OP_FLOOR: case HS_OP_CEIL: case HS_OP_COS: case HS_OP_SIN:
+    case HS_OP_NOT:
+        return dev_k_unary;
+    case HS_OP_CONVERT: return dev_k_convert;
+    case HS_OP_ADD: case HS_OP_SUBTRACT: case HS_OP_MULTIPLY:
+    case HS_OP_DIVIDE: case HS_OP_MAXIMUM: case HS_OP_MINIMUM:
+    case HS_OP_POWER: case HS_OP_REMAINDER: case HS_OP_AND: case HS_OP_OR:
+    case HS_OP_XOR:
+        return dev_k_binary;
+    case HS_OP_COMPARE: return dev_k_compare;
+    case HS_OP_SELECT: return dev_k_select;
+    case HS_OP_CLAMP: return dev_k_clamp;
+    case HS_OP_BROADCAST: return dev_k_broadcast;
+    case HS_OP_BITCAST_CONVERT: case HS_OP_RESHAPE: case HS_OP_BITCAST:
+    case HS_OP_OPTIMIZATION_BARRIER:
+        return dev_k_alias;
+    case HS_OP_COPY: return dev_k_copy;
+    case HS_OP_TRANSPOSE: return dev_k_transpose;
+    case HS_OP_SLICE: return dev_k_slice;
+    case HS_OP_CONCATENATE: return dev_k_concatenate;
+    case HS_OP_REVERSE: return dev_k_reverse;
+    case HS_OP_DYNAMIC_SLICE: return dev_k_dynamic_slice;
+    case HS_OP_DYNAMIC_UPDATE_SLICE: return dev_k_dynamic_update_slice;
+    case HS_OP_DOT: return dev_k_dot;
+    case HS_OP_REDUCE: return dev_k_reduce;
+    case HS_OP_TUPLE: return dev_k_tuple;
+    case HS_OP_GET_TUPLE_ELEMENT: return dev_k_get_tuple_element;
+    case HS_OP_WHILE: return dev_k_while;
+    case HS_OP_CALL: return dev_k_call;
+    case HS_OP_CUSTOM_CALL:
+        return identity_custom_call(in) ? dev_k_custom_call : NULL;
+    default: return NULL;
+    }
+}
+
+/* Checks what the kernels rely on and that the plan cannot express. */
+static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
+{
+    char what[160];
+    dev_kernel k = kernel_for(in);
+    if (!k && in->opcode != HS_OP_PARAMETER) {
+        if (in->opcode == HS_OP_CUSTOM_CALL)
+            snprintf(what, sizeof what, "custom-call target '%s'",
+                     in->custom_call_target ? in->custom_call_target : "");
+        else
+            snprintf(what, sizeof what, "opcode '%s'",
+                     in->opcode == HS_OP_UNKNOWN && in->unknown_opcode
+                         ? in->unknown_opcode
+                         : hs_opcode_name(in->opcode));
+        return dev_unsupported(x, in, what);
+    }
+    int arity = hs_opcode_arity(in->opcode);
+    int need = in->opcode == HS_OP_DYNAMIC_UPDATE_SLICE ? 2
+               : (in->opcode == HS_OP_DYNAMIC_SLICE ||
+                  in->opcode == HS_OP_CONCATENATE ||
+                  in->opcode == HS_OP_CUSTOM_CALL)
+                   ? 1
+                   : 0;
+    if ((arity >= 0 && in->n_operands != arity) || in->n_operands < need)
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "instruction %s: %s with %d operands", in->name,
+                            hs_opcode_name(in->opcode), in->n_operands);
+    const hs_shape *bad = first_bad_leaf(&in->shape);
+    for (int i = 0; !bad && i < in->n_operands; i++)
+        bad = first_bad_leaf(&in->operands[i]->shape);
+    if (bad) {
+        snprintf(what, sizeof what, "element type '%s'",
+                 hs_dtype_name(bad->dtype));
+        return dev_unsupported(x, in, what);
+    }
+    switch (in->opcode) {
+    case HS_OP_CONSTANT:
+        if (in->shape.dtype == HS_TUPLE || !in->literal)
+            return dev_unsupported(x, in, "a constant without decoded data");
+        break;
+    case HS_OP_DOT:
+        if (in->shape.dtype != HS_F32 || !in->dot)
+            return dev_unsupported(x, in, "a dot that is not f32");
+        break;
+    case HS_OP_REDUCE:
+        if (in->n_operands != 2 || in->shape.dtype == HS_TUPLE ||
+            in->n_called < 1)
+            return dev_unsupported(x, in, "a variadic reduce");
+        break;
+    case HS_OP_RESHAPE: case HS_OP_BITCAST: case HS_OP_BITCAST_CONVERT:
+        if (in->shape.dtype == HS_TUPLE ||
+            hs_shape_bytes(&in->shape) !=
+                hs_shape_bytes(&in->operands[0]->shape))
+            return dev_unsupported(x, in, "a size-changing bitcast");
+        break;
+    case HS_OP_WHILE:
+        if (in->n_called < 2)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: while needs condition and "
+                                "body", in->name);
+        break;
+    case HS_OP_CALL:
+        if (in->n_called < 1)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: call without to_apply",
+                                in->name);
+        break;
+    case HS_OP_SLICE:
+        if (!in->slice)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: slice without bounds",
+                                in->name);
+        break;
+    default:
+        break;
+    }
+    return HS_OK;
+}
+
+/* Pointer -> instruction index, open addressing. */
+typedef struct index_map {
+    const hs_instruction **keys;
+    int *vals;
+    size_t mask;
+} index_map;
+
+static size_t hash_ptr(const void *p)
+{
+    uintptr_t v = (uintptr_t)p;
+    v ^= v >> 17;
+    v *= (uintptr_t)0xed5ad4bbU;
+    v ^= v >> 11;
+    return (size_t)v;
+}
+
+static int map_get(const index_map *m, const hs_instruction *in)
+{
+    for (size_t h = hash_ptr(in) & m->mask;; h = (h + 1) & m->mask) {
+        if (m->keys[h] == in)
+            return m->vals[h];
+        if (!m->keys[h])
+            return -1;
+    }
+}
+
+static void *zalloc(dev_ctx *x, size_t n)
+{
+    void *p = hs_arena_alloc(x->arena, n ? n : 1);
+    if (!p)
+        dev_oom(x);
+    return p;
+}
+
+static hs_status build_plan(dev_ctx *x, const hs_computation *c,
+                            dev_plan *p);
+
+dev_plan *dev_plan_of(dev_ctx *x, const hs_computation *c)
+{
+    int id = c->id;
+    if (id < 0 || id >= x->m->n_comps || x->m->comps[id] != c) {
+        for (id = 0; id < x->m->n_comps && x->m->comps[id] != c; id++)
+            ;
+        if (id == x->m->n_comps)
+            return NULL;
+    }
+    return x->plans[id];
+}
+
+static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
+                          dev_plan **out)
+{
+    int id = c->id;
+    if (id < 0 || id >= x->m->n_comps || x->m->comps[id] != c) {
+        for (id = 0; id < x->m->n_comps && x->m->comps[id] != c; id++)
+            ;
+        if (id == x->m->n_comps)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "computation %s is not in the module",
+                                c->name);
+    }
+    if (x->plans[id]) {
+        if (x->plans[id]->busy)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "computation %s calls itself", c->name);
+        *out = x->plans[id];
+        return HS_OK;
+    }
+    if (depth > 64)
+        return hs_error_set(x->err, HS_ERR_LIMIT,
+                            "computations nested more than 64 deep");
+    dev_plan *p = zalloc(x, sizeof *p);
+    if (!p)
+        return HS_ERR_NOMEM;
+    p->busy = true; /* under construction */
+    x->plans[id] = p;
+    hs_status st = build_plan(x, c, p);
+    if (st)
+        return st;
+    /* Called computations. */
+    for (int k = 0; k < p->n_steps; k++) {
+        dev_step *s = &p->steps[k];
+        const hs_instruction *in = s->in;
+        int n_callee = in->opcode == HS_OP_WHILE ? 2
+                       : (in->opcode == HS_OP_CALL ||
+                          in->opcode == HS_OP_REDUCE)
+                           ? 1
+                           : 0;
+        for (int j = 0; j < n_callee; j++) {
+            if (!in->called[j])
+                return hs_error_set(x->err, HS_ERR_INVALID,
+                                    "instruction %s: missing computation",
+                                    in->name);
+            st = plan_for(x, in->called[j], depth + 1, &s->callee[j]);
+            if (st)
+                return st;
+        }
+        if (in->opcode == HS_OP_REDUCE) {
+            if (s->callee[0]->n_params != 2)
+                return dev_unsupported(x, in, "a reducer without two "
+                                              "parameters");
+            s->aux = dev_reducer_fast_op(in->called[0]);
+        }
+        if (in->opcode == HS_OP_WHILE &&
+            (s->callee[0]->n_params != 1 || s->callee[1]->n_params != 1))
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: while condition and body "
+                                "take one parameter",
+                                in->name);
+        if (in->opcode == HS_OP_CALL &&
+            s->callee[0]->n_params != in->n_operands)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: call passes %d operands "
+                                "to a computation of %d parameters",
+                                in->name, in->n_operands,
+                                s->callee[0]->n_params);
+    }
+    p->busy = false;
+    *out = p;
+    return HS_OK;
+}
+
+static hs_status build_plan(dev_ctx *x, const hs_computation *c,
+                            dev_plan *p)
+{
+    int n = c->n_instrs;
+    if (!c->root)
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "computation %s has no root", c->name);
+    index_map map;
+    size_t cap = 16;
+    while (cap < 2 * (size_t)n)
+        cap *= 2;
+    map.mask = cap - 1;
+    map.keys = zalloc(x, cap * sizeof *map.keys);
+    map.vals = zalloc(x, cap * sizeof *map.vals);
+    bool *live = zalloc(x, (size_t)n * sizeof *live);
+    int *last = zalloc(x, (size_t)n * sizeof *last);
+    if (!map.keys || !map.vals || !live || !last)
+        return HS_ERR_NOMEM;
+    for (int k = 0; k < n; k++) {
+        size_t h = hash_ptr(c->instrs[k]) & map.mask;
+        while (map.keys[h])
+            h = (h + 1) & map.mask;
+        map.keys[h] = c->instrs[k];
+        map.vals[h] = k;
+    }
+    int root = map_get(&map, c->root);
+    if (root < 0)
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "computation %s: root is not one of its "
+                            "instructions", c->name);
+    /* Liveness: operands come before users, so one backward sweep. */
+    live[root] = true;
+    int n_steps = 0;
+    for (int k = n - 1; k >= 0; k--) {
+        const hs_instruction *in = c->instrs[k];
+        if (!live[k])
+            continue;
+        if (in->opcode != HS_OP_PARAMETER)
+            n_steps++;
+        for (int j = 0; j < in->n_operands; j++) {
+            int o = map_get(&map, in->operands[j]);
+            if (o < 0 || o >= k)
+                return hs_error_set(x->err, HS_ERR_INVALID,
+                                    "instruction %s: operand %d is not "
+                                    "defined before it in %s",
+                                    in->name, j, c->name);
+            live[o] = true;
+        }
+    }
+    p->comp = c;
+    p->n_slots = n;
+    p->root_slot = root;
+    p->n_params = c->n_params;
+    p->param_slots = zalloc(x, (size_t)c->n_params * sizeof(int));
+    p->param_dead = zalloc(x, (size_t)c->n_params * sizeof(bool));
+    p->frame = zalloc(x, (size_t)n * sizeof(dev_val *));
+    p->steps = zalloc(x, (size_t)n_steps * sizeof(dev_step));
+    if (!p->param_slots || !p->param_dead || !p->frame || !p->steps)
+        return HS_ERR_NOMEM;
+    for (int i = 0; i < c->n_params; i++) {
+        if (!c->params[i])
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "computation %s: parameter %d is missing",
+                                c->name, i);
+        int k = map_get(&map, c->params[i]);
+        if (k < 0)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "computation %s: parameter %d is not one "
+                                "of its instructions", c->name, i);
+        p->param_slots[i] = k;
+        p->param_dead[i] = !live[k];
+    }
+    /* Steps, and the last step that uses each slot. */
+    for (int k = 0; k < n; k++)
+        last[k] = -1;
+    int j = 0;
+    for (int k = 0; k < n; k++) {
+        const hs_instruction *in = c->instrs[k];
+        if (!live[k] || in->opcode == HS_OP_PARAMETER)
+            continue;
+        hs_status st = check_instruction(x, in);
+        if (st)
+            return st;
+        dev_step *s = &p->steps[j];
+        s->in = in;
+        s->kern = kernel_for(in);
+        s->slot = k;
+        s->aux = -1;
+        s->n_ops = in->n_operands;
+        s->ops = zalloc(x, (size_t)in->n_operands * sizeof(int));
+        s->op_last = zalloc(x, (size_t)in->n_operands * sizeof(bool));
+        if (!s->ops || !s->op_last)
+            return HS_ERR_NOMEM;
+        for (int o = 0; o < in->n_operands; o++) {
+            s->ops[o] = map_get(&map, in->operands[o]);
+            last[s->ops[o]] = j;
+        }
+        dev_cost(x->spec, in, &s->flops, &s->bytes, &s->seconds);
+        j++;
+    }
+    p->n_steps = n_steps;
+    /* Release lists and final references. */
+    int *count = zalloc(x, (size_t)n_steps * sizeof(int));
+    if (!count)
+        return HS_ERR_NOMEM;
+    for (int k = 0; k < n; k++)
+        if (k != root && last[k] >= 0)
+            count[last[k]]++;
+    for (int t = 0; t < n_steps; t++) {
+        dev_step *s = &p->steps[t];
+        s->release = zalloc(x, (size_t)count[t] * sizeof(int));
+        if (!s->release)
+            return HS_ERR_NOMEM;
+        for (int o = s->n_ops - 1; o >= 0; o--) {
+            int slot = s->ops[o];
+            if (slot == root || last[slot] != t)
+                continue;
+            bool repeated = false;
+            for (int q = o + 1; q < s->n_ops; q++)
+                repeated |= s->ops[q] == slot;
+            if (!repeated) {
+                s->op_last[o] = true;
+                s->release[s->n_release++] = slot;
+            }
+        }
+    }
+    return HS_OK;
+}
+
+hs_status dev_plan_module(dev_ctx *x, const hs_computation *entry)
+{
+    x->arena = hs_arena_new(0);
+    if (!x->arena)
+        return dev_oom(x);
+    x->plans = hs_arena_alloc(x->arena,
+                              (size_t)(x->m->n_comps ? x->m->n_comps : 1) *
+                                  sizeof *x->plans);
+    if (!x->plans)
+        return dev_oom(x);
+    dev_plan *p;
+    return plan_for(x, entry, 0, &p);
+}
+
+void dev_plans_free(dev_ctx *x)
+{
+    hs_arena_free(x->arena);
+    x->arena = NULL;
+    x->plans = NULL;
+}
