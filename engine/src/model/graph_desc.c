@@ -1,0 +1,430 @@
+/* graph_desc.c - validates a `graph` block: named parameters, a list of
+ * HLO-level ops over them, and the output. Arguments must name "x" (the
+ * block input), a parameter or an earlier op. */
+#include <string.h>
+
+#include "model/model_desc.h"
+
+/* How an op of the graph block is checked: its argument count (-1: one or
+ * more) and the attrs it accepts. */
+typedef struct gop_rule {
+    const char *name;
+    hs_graph_op_kind kind;
+    hs_opcode opcode;
+    int arity;
+    const char *attrs[5];
+} gop_rule;
+
+#define UNARY(E, N) {N, HS_GOP_HLO, HS_OP_##E, 1, {NULL}}
+#define BINARY(E, N) {N, HS_GOP_HLO, HS_OP_##E, 2, {NULL}}
+static const gop_rule k_rules[] = {
+    UNARY(ABS, "abs"),
+    UNARY(NEGATE, "negate"),
+    UNARY(EXP, "exponential"),
+    UNARY(EXPM1, "exponential-minus-one"),
+    UNARY(LOG, "log"),
+    UNARY(LOG1P, "log-plus-one"),
+    UNARY(SQRT, "sqrt"),
+    UNARY(RSQRT, "rsqrt"),
+    UNARY(TANH, "tanh"),
+    UNARY(LOGISTIC, "logistic"),
+    UNARY(ERF, "erf"),
+    UNARY(SIGN, "sign"),
+    UNARY(FLOOR, "floor"),
+    UNARY(CEIL, "ceil"),
+    UNARY(COS, "cosine"),
+    UNARY(SIN, "sine"),
+    UNARY(NOT, "not"),
+    BINARY(ADD, "add"),
+    BINARY(SUBTRACT, "subtract"),
+    BINARY(MULTIPLY, "multiply"),
+    BINARY(DIVIDE, "divide"),
+    BINARY(MAXIMUM, "maximum"),
+    BINARY(MINIMUM, "minimum"),
+    BINARY(POWER, "power"),
+    BINARY(REMAINDER, "remainder"),
+    BINARY(AND, "and"),
+    BINARY(OR, "or"),
+    BINARY(XOR, "xor"),
+    {"compare", HS_GOP_HLO, HS_OP_COMPARE, 2, {"direction", NULL}},
+    {"select", HS_GOP_HLO, HS_OP_SELECT, 3, {NULL}},
+    {"convert", HS_GOP_HLO, HS_OP_CONVERT, 1, {"type", NULL}},
+    {"broadcast", HS_GOP_HLO, HS_OP_BROADCAST, 1, {"shape", "dimensions"}},
+    {"reshape", HS_GOP_HLO, HS_OP_RESHAPE, 1, {"shape", NULL}},
+    {"transpose", HS_GOP_HLO, HS_OP_TRANSPOSE, 1, {"dimensions", NULL}},
+    {"slice", HS_GOP_HLO, HS_OP_SLICE, 1, {"start", "limit", "stride"}},
+    {"concatenate", HS_GOP_HLO, HS_OP_CONCATENATE, -1, {"dimension", NULL}},
+    {"dot", HS_GOP_HLO, HS_OP_DOT, 2,
+     {"lhs_contracting_dims", "rhs_contracting_dims", "lhs_batch_dims",
+      "rhs_batch_dims"}},
+    {"reduce", HS_GOP_HLO, HS_OP_REDUCE, 1, {"dimensions", "reducer"}},
+    {"constant", HS_GOP_HLO, HS_OP_CONSTANT, 0, {"value", "shape"}},
+    {"iota", HS_GOP_HLO, HS_OP_IOTA, 0, {"shape", "dimension"}},
+    {"place_to_host", HS_GOP_PLACE_TO_HOST, HS_OP_CUSTOM_CALL, 1, {NULL}},
+    {"place_to_device", HS_GOP_PLACE_TO_DEVICE, HS_OP_CUSTOM_CALL, 1,
+     {NULL}},
+};
+#undef UNARY
+#undef BINARY
+#define N_RULES (int)(sizeof k_rules / sizeof k_rules[0])
+
+static const char *const k_param_keys[] = {"shape", "init", NULL};
+static const char *const k_inits[] = {"uniform", "zeros", "ones", NULL};
+static const char *const k_op_keys[] = {"name", "op", "args", "attrs", NULL};
+static const char *const k_directions[] = {"EQ", "NE", "LT", "LE",
+                                           "GT", "GE", NULL};
+static const char *const k_reducers[] = {"add", "max", "min", "multiply",
+                                         NULL};
+static const hs_opcode k_reducer_ops[] = {HS_OP_ADD, HS_OP_MAXIMUM,
+                                          HS_OP_MINIMUM, HS_OP_MULTIPLY};
+static const char *const k_dtypes[] = {"f32", "s32", "pred", NULL};
+static const hs_dtype k_dtype_vals[] = {HS_F32, HS_S32, HS_PRED};
+
+/* A name of the graph's namespace: "x", a param or an op so far. */
+typedef struct names {
+    int n;
+    const char **v; /* NULL-terminated for js_closest */
+} names;
+
+static int names_find(const names *ns, const char *s)
+{
+    for (int i = 0; i < ns->n; i++)
+        if (strcmp(ns->v[i], s) == 0)
+            return i;
+    return -1;
+}
+
+static bool valid_identifier(const char *s)
+{
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+        return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') ||
+              (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+static bool add_name(js_walker *w, names *ns, const char *name,
+                     const char *key)
+{
+    if (!valid_identifier(name) || strlen(name) > 64)
+        return js_fail(w, HS_ERR_INVALID, key,
+                       "expected a name of letters, digits and '_' (not "
+                       "starting with a digit, at most 64 long), got \"%s\"",
+                       name);
+    if (names_find(ns, name) >= 0)
+        return js_fail(w, HS_ERR_INVALID, key,
+                       "the name \"%s\" is already used (by \"x\", a param "
+                       "or an earlier op)",
+                       name);
+    ns->v[ns->n++] = name;
+    ns->v[ns->n] = NULL;
+    return true;
+}
+
+static bool parse_params(js_walker *w, const json_t *obj, hs_arena *a,
+                         const hs_model_limits *limits, hs_block *blk,
+                         names *ns)
+{
+    const json_t *ps = json_object_get(obj, "params");
+    if (!ps)
+        return true;
+    size_t mark = js_push_key(w, "params");
+    if (!js_expect_object(w, ps, "the graph's params ({name: {\"shape\": "
+                                 "[...]}})")) {
+        js_pop(w, mark);
+        return false;
+    }
+    blk->gparams = hs_arena_alloc(a, (json_object_size(ps) + 1) *
+                                         sizeof *blk->gparams);
+    const char *key;
+    json_t *v;
+    bool ok = blk->gparams != NULL;
+    json_object_foreach((json_t *)ps, key, v) {
+        if (!ok)
+            break;
+        hs_graph_param *gp = &blk->gparams[blk->n_gparams];
+        int64_t dims[HS_MAX_RANK];
+        int rank = 0, init = 0;
+        ok = add_name(w, ns, key, key);
+        size_t m2 = js_push_key(w, key);
+        ok = ok && js_expect_object(w, v, "a param ({\"shape\": [...]})") &&
+             js_check_keys(w, v, k_param_keys) &&
+             js_get_int_array(w, v, "shape", true, 1, INT64_MAX, HS_MAX_RANK,
+                              dims, &rank) &&
+             js_get_enum(w, v, "init", false, 0, k_inits, &init);
+        if (ok) {
+            int64_t n = 1, cap = limits->max_tensor_elements;
+            for (int i = 0; i < rank; i++)
+                n = dims[i] > cap / n ? cap + 1 : n * dims[i];
+            if (n > cap)
+                ok = js_fail(w, HS_ERR_LIMIT, "shape",
+                             "the param has more than %lld elements (limit "
+                             "max_tensor_elements)",
+                             (long long)limits->max_tensor_elements);
+        }
+        if (ok) {
+            gp->name = hs_arena_strdup(a, key);
+            gp->shape = hs_shape_make(HS_F32, rank, dims);
+            gp->init = init == 0   ? HS_INIT_UNIFORM
+                       : init == 1 ? HS_INIT_ZEROS
+                                   : HS_INIT_ONES;
+            blk->n_gparams++;
+        }
+        js_pop(w, m2);
+    }
+    js_pop(w, mark);
+    return ok;
+}
+
+static const gop_rule *find_rule(js_walker *w, const json_t *op)
+{
+    const char *s;
+    if (!js_get_string(w, op, "op", true, NULL, &s))
+        return NULL;
+    for (int i = 0; i < N_RULES; i++)
+        if (strcmp(k_rules[i].name, s) == 0)
+            return &k_rules[i];
+    const char *rule_names[N_RULES + 1];
+    for (int i = 0; i < N_RULES; i++)
+        rule_names[i] = k_rules[i].name;
+    rule_names[N_RULES] = NULL;
+    const char *near = js_closest(s, rule_names);
+    hs_opcode any;
+    if (hs_opcode_parse(s, strlen(s), &any))
+        js_fail(w, HS_ERR_INVALID, "op",
+                "the HLO opcode \"%s\" is not available in a graph block",
+                s);
+    else if (near)
+        js_fail(w, HS_ERR_INVALID, "op",
+                "unknown op \"%s\" (did you mean \"%s\"?)", s, near);
+    else
+        js_fail(w, HS_ERR_INVALID, "op",
+                "unknown op \"%s\"; expected an HLO opcode name (add, "
+                "multiply, dot, ...) or place_to_host / place_to_device",
+                s);
+    return NULL;
+}
+
+static bool parse_args(js_walker *w, const json_t *op, hs_arena *a,
+                       const gop_rule *r, const names *ns, hs_graph_op *g)
+{
+    const json_t *args = json_object_get(op, "args");
+    if (!args) {
+        if (r->arity == 0)
+            return true;
+        return js_fail(w, HS_ERR_INVALID, "args",
+                       "missing required key 'args' (a list of names)");
+    }
+    if (!json_is_array(args))
+        return js_fail(w, HS_ERR_INVALID, "args",
+                       "expected an array of names");
+    size_t n = json_array_size(args);
+    if (r->arity >= 0 && n != (size_t)r->arity)
+        return js_fail(w, HS_ERR_INVALID, "args",
+                       "%s takes %d argument%s, got %zu", r->name, r->arity,
+                       r->arity == 1 ? "" : "s", n);
+    if (r->arity < 0 && n == 0)
+        return js_fail(w, HS_ERR_INVALID, "args",
+                       "%s takes at least one argument", r->name);
+    g->args = hs_arena_alloc(a, (n + 1) * sizeof *g->args);
+    if (!g->args)
+        return js_fail(w, HS_ERR_NOMEM, NULL, "out of host memory");
+    size_t mark = js_push_key(w, "args");
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t m2 = js_push_index(w, i);
+        const json_t *e = json_array_get(args, i);
+        if (!json_is_string(e)) {
+            ok = js_fail(w, HS_ERR_INVALID, NULL, "expected a name (string)");
+        } else if (names_find(ns, json_string_value(e)) < 0) {
+            const char *s = json_string_value(e);
+            const char *near = js_closest(s, ns->v);
+            if (near)
+                ok = js_fail(w, HS_ERR_INVALID, NULL,
+                             "unknown argument \"%s\" (did you mean \"%s\"?); "
+                             "an argument names \"x\", a param or an "
+                             "earlier op",
+                             s, near);
+            else
+                ok = js_fail(w, HS_ERR_INVALID, NULL,
+                             "unknown argument \"%s\"; an argument names "
+                             "\"x\", a param or an earlier op",
+                             s);
+        } else {
+            g->args[i] = hs_arena_strdup(a, json_string_value(e));
+        }
+        js_pop(w, m2);
+    }
+    js_pop(w, mark);
+    g->n_args = (int)n;
+    return ok;
+}
+
+static bool parse_attrs(js_walker *w, const json_t *op, const gop_rule *r,
+                        hs_graph_op *g)
+{
+    const json_t *at = json_object_get(op, "attrs");
+    json_t *tmp = NULL;
+    if (!at)
+        at = tmp = json_object();
+    size_t mark = js_push_key(w, "attrs");
+    const char *known[6] = {NULL};
+    for (int i = 0; i < 5 && r->attrs[i]; i++)
+        known[i] = r->attrs[i];
+    int idx = 0;
+    int64_t rank_max = HS_MAX_RANK - 1;
+    bool ok = js_expect_object(w, at, "the op's attrs") &&
+              js_check_keys(w, at, known);
+    g->n_shape = g->n_dims = g->n_start = g->n_limit = g->n_stride = -1;
+    g->n_lc = g->n_rc = g->n_lb = g->n_rb = -1;
+    if (ok) {
+        switch (r->opcode) {
+        case HS_OP_COMPARE:
+            ok = js_get_enum(w, at, "direction", true, 0, k_directions, &idx);
+            g->direction = (hs_direction)(HS_DIR_EQ + idx);
+            break;
+        case HS_OP_CONVERT:
+            ok = js_get_enum(w, at, "type", true, 0, k_dtypes, &idx);
+            g->dtype = k_dtype_vals[idx];
+            break;
+        case HS_OP_BROADCAST:
+        case HS_OP_RESHAPE:
+            ok = js_get_int_array(w, at, "shape", true, 1, INT64_MAX,
+                                  HS_MAX_RANK, g->shape, &g->n_shape) &&
+                 js_get_int_array(w, at, "dimensions", false, 0, rank_max,
+                                  HS_MAX_RANK, g->dims, &g->n_dims);
+            break;
+        case HS_OP_TRANSPOSE:
+            ok = js_get_int_array(w, at, "dimensions", true, 0, rank_max,
+                                  HS_MAX_RANK, g->dims, &g->n_dims);
+            break;
+        case HS_OP_SLICE:
+            ok = js_get_int_array(w, at, "start", true, 0, INT64_MAX,
+                                  HS_MAX_RANK, g->start, &g->n_start) &&
+                 js_get_int_array(w, at, "limit", true, 0, INT64_MAX,
+                                  HS_MAX_RANK, g->limit, &g->n_limit) &&
+                 js_get_int_array(w, at, "stride", false, 1, INT64_MAX,
+                                  HS_MAX_RANK, g->stride, &g->n_stride);
+            break;
+        case HS_OP_CONCATENATE:
+            ok = js_get_int(w, at, "dimension", true, 0, 0, rank_max,
+                            &g->dimension);
+            break;
+        case HS_OP_DOT:
+            ok = js_get_int_array(w, at, "lhs_contracting_dims", false, 0,
+                                  rank_max, HS_MAX_RANK, g->lc, &g->n_lc) &&
+                 js_get_int_array(w, at, "rhs_contracting_dims", false, 0,
+                                  rank_max, HS_MAX_RANK, g->rc, &g->n_rc) &&
+                 js_get_int_array(w, at, "lhs_batch_dims", false, 0,
+                                  rank_max, HS_MAX_RANK, g->lb, &g->n_lb) &&
+                 js_get_int_array(w, at, "rhs_batch_dims", false, 0,
+                                  rank_max, HS_MAX_RANK, g->rb, &g->n_rb);
+            break;
+        case HS_OP_REDUCE:
+            ok = js_get_int_array(w, at, "dimensions", true, 0, rank_max,
+                                  HS_MAX_RANK, g->dims, &g->n_dims) &&
+                 js_get_enum(w, at, "reducer", false, 0, k_reducers, &idx);
+            g->reducer = k_reducer_ops[idx];
+            break;
+        case HS_OP_CONSTANT:
+            ok = js_get_number(w, at, "value", true, 0, false, &g->value) &&
+                 js_get_int_array(w, at, "shape", false, 1, INT64_MAX,
+                                  HS_MAX_RANK, g->shape, &g->n_shape);
+            break;
+        case HS_OP_IOTA:
+            ok = js_get_int_array(w, at, "shape", true, 1, INT64_MAX,
+                                  HS_MAX_RANK, g->shape, &g->n_shape) &&
+                 js_get_int(w, at, "dimension", false, 0, 0, rank_max,
+                            &g->dimension);
+            break;
+        default:
+            break;
+        }
+    }
+    js_pop(w, mark);
+    if (tmp)
+        json_decref(tmp);
+    return ok;
+}
+
+static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
+                      hs_block *blk, names *ns)
+{
+    const json_t *ops = json_object_get(obj, "ops");
+    if (!ops)
+        return js_fail(w, HS_ERR_INVALID, "ops",
+                       "missing required key 'ops' (a list of {name, op, "
+                       "args, attrs})");
+    if (!json_is_array(ops) || json_array_size(ops) == 0)
+        return js_fail(w, HS_ERR_INVALID, "ops",
+                       "expected a non-empty array of ops");
+    size_t n = json_array_size(ops);
+    blk->ops = hs_arena_alloc(a, n * sizeof *blk->ops);
+    if (!blk->ops)
+        return js_fail(w, HS_ERR_NOMEM, NULL, "out of host memory");
+    size_t mark = js_push_key(w, "ops");
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t m2 = js_push_index(w, i);
+        const json_t *op = json_array_get(ops, i);
+        hs_graph_op *g = &blk->ops[i];
+        const char *name = NULL;
+        const gop_rule *r = NULL;
+        ok = js_expect_object(w, op, "an op ({name, op, args, attrs})") &&
+             js_check_keys(w, op, k_op_keys) &&
+             js_get_string(w, op, "name", true, NULL, &name) &&
+             (r = find_rule(w, op)) != NULL &&
+             parse_args(w, op, a, r, ns, g) && parse_attrs(w, op, r, g) &&
+             add_name(w, ns, name, "name");
+        if (ok) {
+            g->name = ns->v[ns->n - 1] = hs_arena_strdup(a, name);
+            g->path = hs_arena_strdup(a, w->path);
+            g->kind = r->kind;
+            g->opcode = r->opcode;
+            blk->n_ops++;
+        }
+        js_pop(w, m2);
+    }
+    js_pop(w, mark);
+    return ok;
+}
+
+bool hs_graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                         const hs_model_limits *limits, hs_block *blk)
+{
+    const json_t *ps = json_object_get(obj, "params");
+    const json_t *ops = json_object_get(obj, "ops");
+    size_t cap = 2 + (json_is_object(ps) ? json_object_size(ps) : 0) +
+                 (json_is_array(ops) ? json_array_size(ops) : 0);
+    names ns = {0, hs_arena_alloc(a, cap * sizeof(const char *))};
+    if (!ns.v)
+        return js_fail(w, HS_ERR_NOMEM, NULL, "out of host memory");
+    ns.v[ns.n++] = "x";
+    ns.v[ns.n] = NULL;
+    if (!parse_params(w, obj, a, limits, blk, &ns) ||
+        !parse_ops(w, obj, a, blk, &ns))
+        return false;
+    const char *out;
+    if (!js_get_string(w, obj, "output", false, NULL, &out))
+        return false;
+    if (!out) /* the last op by default */
+        out = blk->ops[blk->n_ops - 1].name;
+    if (names_find(&ns, out) < 0) {
+        const char *near = js_closest(out, ns.v);
+        if (near)
+            return js_fail(w, HS_ERR_INVALID, "output",
+                           "unknown output \"%s\" (did you mean \"%s\"?)",
+                           out, near);
+        return js_fail(w, HS_ERR_INVALID, "output",
+                       "unknown output \"%s\"; it names \"x\", a param or an "
+                       "op",
+                       out);
+    }
+    blk->output = hs_arena_strdup(a, out);
+    size_t mark = js_push_key(w, "output");
+    blk->output_path = hs_arena_strdup(a, w->path);
+    js_pop(w, mark);
+    return true;
+}

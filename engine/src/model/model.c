@@ -1,0 +1,322 @@
+/* model.c - the public model API: load (parse, validate, trace, draw the
+ * initial values), free, and accessors. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hloscope/hs_builder.h"
+#include "hloscope/hs_model.h"
+#include "model/json_schema.h"
+#include "model/model_desc.h"
+#include "model/params.h"
+#include "model/trace_blocks.h"
+
+hs_model_limits hs_model_limits_resolve(const hs_model_limits *in)
+{
+    hs_model_limits l = {0};
+    if (in)
+        l = *in;
+    if (l.max_layers <= 0)
+        l.max_layers = HS_MODEL_DEFAULT_MAX_LAYERS;
+    if (l.max_tensor_elements <= 0)
+        l.max_tensor_elements = HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS;
+    if (l.max_json_depth <= 0)
+        l.max_json_depth = HS_MODEL_DEFAULT_MAX_JSON_DEPTH;
+    return l;
+}
+
+/* ---- the entry parameter source ---------------------------------------- */
+
+/* Every parameter a block asks for becomes the next entry parameter. */
+typedef struct entry_source {
+    hs_param_source base;
+    hs_param_list list;
+    hs_arena *arena;
+    int64_t next;
+} entry_source;
+
+static hs_instruction *entry_get(hs_param_source *self, hs_builder *b,
+                                 const char *name, const hs_shape *shape,
+                                 hs_init_kind kind, float bound)
+{
+    entry_source *s = (entry_source *)self;
+    hs_instruction *p = hs_b_parameter(b, s->next, shape, name);
+    if (!p)
+        return NULL;
+    if (!hs_param_list_add(&s->list, s->arena, name, shape, s->next, kind,
+                           bound)) {
+        hs_builder_fail(b, HS_ERR_NOMEM, "out of host memory");
+        return NULL;
+    }
+    s->next++;
+    return p;
+}
+
+/* ---- loading ------------------------------------------------------------- */
+
+/* HLO names allow letters, digits, '_', '.' and '-'. */
+static char *module_name(hs_arena *a, const char *name)
+{
+    char *s = hs_arena_strdup(a, name);
+    for (char *c = s; c && *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || *c == '_' || *c == '.' ||
+              *c == '-'))
+            *c = '_';
+    return s;
+}
+
+static bool fail(hs_error *err, hs_status s, const char *path,
+                 const char *msg)
+{
+    hs_error_set(err, s, "%s", msg);
+    if (err && path)
+        snprintf(err->path, sizeof err->path, "%s", path);
+    return false;
+}
+
+static bool trace_forward(hs_model *m, const hs_model_desc *d, hs_error *err)
+{
+    m->module = hs_module_new(module_name(m->arena, d->name));
+    if (!m->module)
+        return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    hs_builder *b = hs_builder_new(m->module, "main", true);
+    if (!b)
+        return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    entry_source src = {.base = {entry_get}, .arena = m->arena, .next = 1};
+    hs_trace t;
+    hs_trace_init(&t, b, &src.base);
+    hs_instruction *x = hs_b_parameter(b, 0, &d->input_shape, "x");
+    for (int k = 0; k < d->n_layers && x; k++)
+        x = hs_trace_layer(&t, d->layers[k], k, x);
+    if (!x && hs_builder_ok(b))
+        hs_builder_fail(b, HS_ERR_INVALID, "the model produced no output");
+
+    hs_error berr;
+    hs_error_clear(&berr);
+    hs_computation *c = hs_builder_finish(b, x, &berr);
+    if (!c) {
+        if (err) {
+            *err = berr;
+            if (!err->path[0])
+                snprintf(err->path, sizeof err->path, "%s", t.fail_path);
+        }
+        hs_param_list_free(&src.list);
+        return false;
+    }
+    m->n_params = src.list.n;
+    m->params = hs_arena_alloc(m->arena,
+                               (size_t)(src.list.n + 1) * sizeof *m->params);
+    if (m->params && src.list.n)
+        memcpy(m->params, src.list.v, (size_t)src.list.n * sizeof *m->params);
+    hs_param_list_free(&src.list);
+    if (!m->params)
+        return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    for (int i = 0; i < m->n_params; i++)
+        m->param_elements += hs_shape_elements(&m->params[i].shape);
+    m->output_shape = c->root->shape;
+    return true;
+}
+
+/* Every tensor the module would compute must fit the element limit; tracing
+ * allocates no data, so this is checked before anything is drawn. */
+static bool check_sizes(const hs_module *mod, int64_t limit, hs_error *err)
+{
+    for (int ci = 0; ci < mod->n_comps; ci++) {
+        const hs_computation *c = mod->comps[ci];
+        for (int i = 0; i < c->n_instrs; i++) {
+            const hs_instruction *in = c->instrs[i];
+            if (hs_shape_is_tuple(&in->shape) ||
+                hs_shape_elements(&in->shape) <= limit)
+                continue;
+            char s[160];
+            hs_shape_print(&in->shape, false, s, sizeof s);
+            hs_error_set(err, HS_ERR_LIMIT,
+                         "%s (%s) has more than %lld elements (limit "
+                         "max_tensor_elements)",
+                         s, in->op_name ? in->op_name : in->name,
+                         (long long)limit);
+            if (err)
+                snprintf(err->instruction, sizeof err->instruction, "%s",
+                         in->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool check_train(hs_model *m, hs_error *err)
+{
+    if (!m->train.enabled)
+        return true;
+    if (m->output_shape.dtype != HS_F32)
+        return fail(err, HS_ERR_INVALID, "/train",
+                    "training needs an f32 output");
+    if (m->train.loss == HS_LOSS_CROSS_ENTROPY && m->output_shape.rank < 1)
+        return fail(err, HS_ERR_INVALID, "/train/loss",
+                    "cross_entropy needs an output with a class axis (the "
+                    "last one)");
+    return true;
+}
+
+static hs_tensor *draw_target(const hs_model *m)
+{
+    const hs_shape *out = &m->output_shape;
+    if (m->train.loss == HS_LOSS_MSE) {
+        hs_tensor *t = hs_tensor_new(out);
+        if (t && m->train.target == HS_TARGET_RANDOM)
+            hs_model_fill_uniform(m->seed, "target", -1, 1, hs_tensor_f32(t),
+                                  hs_shape_elements(out));
+        return t;
+    }
+    /* Class indices over every axis but the last. */
+    int64_t classes = out->dims[out->rank - 1];
+    hs_shape s = hs_shape_make(HS_S32, out->rank - 1, out->dims);
+    hs_tensor *t = hs_tensor_new(&s);
+    if (!t || m->train.target == HS_TARGET_ZEROS)
+        return t;
+    int64_t n = hs_shape_elements(&s);
+    float *u = malloc((size_t)(n > 0 ? n : 1) * sizeof *u);
+    if (!u) {
+        hs_tensor_free(t);
+        return NULL;
+    }
+    hs_model_fill_uniform(m->seed, "target", 0, 1, u, n);
+    int32_t *idx = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = (int64_t)(u[i] * (float)classes);
+        idx[i] = (int32_t)(c < classes ? c : classes - 1);
+    }
+    free(u);
+    return t;
+}
+
+static bool draw_data(hs_model *m, hs_error *err)
+{
+    m->input = hs_tensor_new(&m->input_shape);
+    if (!m->input || !hs_params_materialize(m->seed, m->params, m->n_params))
+        return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    hs_model_fill_uniform(m->seed, "input", -1, 1, hs_tensor_f32(m->input),
+                          hs_shape_elements(&m->input_shape));
+    if (m->train.enabled && !(m->target = draw_target(m)))
+        return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    return true;
+}
+
+static void copy_settings(hs_model *m, const hs_model_desc *d)
+{
+    m->name = d->name;
+    m->seed = d->seed;
+    m->device = d->device;
+    m->loop = d->loop;
+    m->residuals = d->residuals;
+    m->train = d->train;
+    m->input_shape = d->input_shape;
+    m->n_layers = d->n_layers;
+}
+
+hs_model *hs_model_load(const char *json_text, size_t len,
+                        const hs_model_options *opts, hs_error *err)
+{
+    hs_error_clear(err);
+    hs_model_limits limits =
+        hs_model_limits_resolve(opts ? &opts->limits : NULL);
+    json_t *root = js_parse(json_text, len, limits.max_json_depth, err);
+    if (!root)
+        return NULL;
+    hs_model *m = calloc(1, sizeof *m);
+    if (m)
+        m->arena = hs_arena_new(0);
+    if (m && m->arena)
+        m->desc = hs_arena_alloc(m->arena, sizeof *m->desc);
+    if (!m || !m->desc) {
+        json_decref(root);
+        hs_model_free(m);
+        hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+        return NULL;
+    }
+    bool ok = hs_model_desc_parse(root, opts, &limits, m->arena, m->desc, err);
+    json_decref(root);
+    if (ok) {
+        copy_settings(m, m->desc);
+        ok = trace_forward(m, m->desc, err) &&
+             check_sizes(m->module, limits.max_tensor_elements, err) &&
+             hs_module_verify(m->module, err) == HS_OK && check_train(m, err) &&
+             (opts && opts->shapes_only ? true : draw_data(m, err));
+    }
+    if (!ok) {
+        hs_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+hs_model *hs_model_load_file(const char *path, const hs_model_options *opts,
+                             hs_error *err)
+{
+    hs_error_clear(err);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        hs_error_set(err, HS_ERR_IO, "cannot open %s: %s", path,
+                     strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *grown = realloc(buf, cap * 2);
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    bool read_error = ferror(f);
+    fclose(f);
+    if (!buf || read_error) {
+        hs_error_set(err, buf ? HS_ERR_IO : HS_ERR_NOMEM, "cannot read %s",
+                     path);
+        free(buf);
+        return NULL;
+    }
+    hs_model *m = hs_model_load(buf, n, opts, err);
+    free(buf);
+    return m;
+}
+
+void hs_model_free(hs_model *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; i < m->n_params; i++)
+        hs_tensor_free(m->params[i].value);
+    hs_tensor_free(m->input);
+    hs_tensor_free(m->target);
+    hs_module_free(m->module);
+    hs_arena_free(m->arena);
+    free(m);
+}
+
+int hs_model_args(const hs_model *m, hs_tensor **args, int cap)
+{
+    if (!m->input || cap < 1 + m->n_params)
+        return -1;
+    args[0] = m->input;
+    for (int i = 0; i < m->n_params; i++)
+        args[1 + i] = m->params[i].value;
+    return 1 + m->n_params;
+}
+
+int hs_model_find_param(const hs_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_params; i++)
+        if (strcmp(m->params[i].name, name) == 0)
+            return i;
+    return -1;
+}

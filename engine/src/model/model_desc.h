@@ -1,0 +1,136 @@
+/*
+ * model_desc.h - the validated model description: the block tree with
+ * `repeat` expanded, and the top-level settings. Built from JSON by
+ * hs_model_desc_parse; everything lives in one arena.
+ *
+ * Shape-dependent checks (attention needs a 3-D input, heads divide
+ * features, graph ops agree on shapes) happen while tracing, where the
+ * shapes are known; every block keeps its JSON path for those errors.
+ */
+#ifndef HLOSCOPE_MODEL_MODEL_DESC_H
+#define HLOSCOPE_MODEL_MODEL_DESC_H
+
+#include <jansson.h>
+
+#include "hloscope/hs_model.h"
+#include "model/json_schema.h"
+
+/* X(ENUM, "type name") */
+#define HS_BLOCK_LIST(X)        \
+    X(LINEAR, "linear")         \
+    X(RELU, "relu")             \
+    X(GELU, "gelu")             \
+    X(SILU, "silu")             \
+    X(TANH, "tanh")             \
+    X(SIGMOID, "sigmoid")       \
+    X(SOFTMAX, "softmax")       \
+    X(LAYERNORM, "layernorm")   \
+    X(RMSNORM, "rmsnorm")       \
+    X(MLP, "mlp")               \
+    X(ATTENTION, "attention")   \
+    X(DECODER, "decoder")       \
+    X(SEQUENTIAL, "sequential") \
+    X(GRAPH, "graph")
+
+typedef enum hs_block_type {
+#define HS_X(e, n) HS_BLOCK_##e,
+    HS_BLOCK_LIST(HS_X)
+#undef HS_X
+    HS_BLOCK_COUNT
+} hs_block_type;
+
+const char *hs_block_type_name(hs_block_type t);
+bool hs_block_is_activation(hs_block_type t);
+
+/* ---- graph blocks ---- */
+
+typedef struct hs_graph_param {
+    const char *name; /* local name: the state_dict name is layers.k.<name> */
+    hs_shape shape;
+    hs_init_kind init;
+} hs_graph_param;
+
+typedef enum hs_graph_op_kind {
+    HS_GOP_HLO = 0,
+    HS_GOP_PLACE_TO_HOST,
+    HS_GOP_PLACE_TO_DEVICE
+} hs_graph_op_kind;
+
+/* Parsed attributes; -1 counts mean "absent, use the default". */
+typedef struct hs_graph_op {
+    const char *name;
+    const char *path; /* JSON pointer of the op object */
+    hs_graph_op_kind kind;
+    hs_opcode opcode;
+    int n_args;
+    const char **args;
+
+    hs_direction direction; /* compare */
+    hs_dtype dtype;         /* convert */
+    int n_shape;            /* broadcast, reshape, constant, iota: shape */
+    int64_t shape[HS_MAX_RANK];
+    int n_dims; /* broadcast, transpose, reduce: dimensions */
+    int64_t dims[HS_MAX_RANK];
+    int64_t dimension; /* concatenate, iota */
+    int n_start, n_limit, n_stride; /* slice */
+    int64_t start[HS_MAX_RANK], limit[HS_MAX_RANK], stride[HS_MAX_RANK];
+    int n_lc, n_rc, n_lb, n_rb; /* dot */
+    int64_t lc[HS_MAX_RANK], rc[HS_MAX_RANK], lb[HS_MAX_RANK],
+        rb[HS_MAX_RANK];
+    hs_opcode reducer; /* reduce */
+    double value;      /* constant */
+} hs_graph_op;
+
+/* ---- blocks ---- */
+
+typedef struct hs_block hs_block;
+struct hs_block {
+    hs_block_type type;
+    const char *path; /* JSON pointer of the block object */
+
+    int64_t features;         /* linear */
+    bool bias;                /* linear */
+    int64_t axis;             /* softmax */
+    double eps;               /* layernorm, rmsnorm */
+    int64_t hidden;           /* mlp, decoder */
+    hs_block_type activation; /* mlp */
+    bool gated;               /* mlp */
+    int64_t heads;            /* attention, decoder */
+    bool causal;              /* attention */
+    hs_block_type norm;       /* decoder: LAYERNORM or RMSNORM */
+
+    int n_blocks; /* sequential, after repeat expansion */
+    const hs_block **blocks;
+
+    int n_gparams; /* graph */
+    hs_graph_param *gparams;
+    int n_ops;
+    hs_graph_op *ops;
+    const char *output;
+    const char *output_path;
+};
+
+struct hs_model_desc {
+    const char *name;
+    uint64_t seed;
+    const char *device;
+    hs_loop_mode loop;
+    hs_residuals residuals;
+    hs_train_config train;
+    hs_shape input_shape;
+    int n_layers; /* after expansion; copies of a repeat share one block */
+    const hs_block **layers;
+    int64_t total_blocks; /* at every nesting level, for max_layers */
+};
+
+/* Validates root and builds the description in arena a. Options override
+ * loop, device and batch. false with err filled (path set) on failure. */
+bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
+                         const hs_model_limits *limits, hs_arena *a,
+                         hs_model_desc *out, hs_error *err);
+
+/* Parses the graph-specific keys of block object obj (graph_desc.c). */
+bool hs_graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                         const hs_model_limits *limits, hs_block *blk);
+
+#endif

@@ -1,0 +1,116 @@
+/* params.c - parameter records and deterministic initial values from a
+ * counter-based generator keyed by (seed, name). */
+#include "model/params.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hloscope/hs_tensor.h"
+
+/* ---- generator ---------------------------------------------------------- */
+
+static uint64_t splitmix64(uint64_t z)
+{
+    z += UINT64_C(0x9E3779B97F4A7C15);
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+static uint64_t fnv1a64(const char *s)
+{
+    uint64_t h = UINT64_C(0xCBF29CE484222325);
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= UINT64_C(0x100000001B3);
+    }
+    return h;
+}
+
+void hs_model_fill_uniform(uint64_t seed, const char *stream, float lo,
+                           float hi, float *out, int64_t n)
+{
+    /* splitmix64(x) already adds the golden gamma once, so element i mixes
+     * key + (i + 1) * gamma as documented. */
+    uint64_t key = splitmix64(splitmix64(seed) ^ fnv1a64(stream));
+    float span = hi - lo;
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t bits = splitmix64(key + (uint64_t)i *
+                                             UINT64_C(0x9E3779B97F4A7C15));
+        float u = (float)(bits >> 40) * (1.0f / 16777216.0f);
+        out[i] = lo + span * u;
+    }
+}
+
+void hs_model_fill_param(uint64_t seed, const hs_model_param *p, float *out)
+{
+    int64_t n = hs_shape_elements(&p->shape);
+    switch (p->init_kind) {
+    case HS_INIT_UNIFORM:
+        hs_model_fill_uniform(seed, p->name, -p->bound, p->bound, out, n);
+        break;
+    case HS_INIT_ZEROS:
+        memset(out, 0, (size_t)n * sizeof *out);
+        break;
+    case HS_INIT_ONES:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = 1.0f;
+        break;
+    }
+}
+
+float hs_param_fan_in_bound(const hs_shape *s)
+{
+    int64_t fan_in = 1;
+    if (s->rank == 1)
+        fan_in = s->dims[0];
+    for (int i = 1; i < s->rank; i++)
+        fan_in *= s->dims[i];
+    return (float)(1.0 / sqrt((double)fan_in));
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+void hs_param_list_free(hs_param_list *l)
+{
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+bool hs_param_list_add(hs_param_list *l, hs_arena *a, const char *name,
+                       const hs_shape *shape, int64_t number,
+                       hs_init_kind kind, float bound)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        hs_model_param *v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v)
+            return false;
+        l->v = v;
+        l->cap = cap;
+    }
+    hs_model_param *p = &l->v[l->n];
+    memset(p, 0, sizeof *p);
+    p->name = hs_arena_strdup(a, name);
+    if (!p->name)
+        return false;
+    p->shape = *shape;
+    p->number = number;
+    p->init_kind = kind;
+    p->bound = bound;
+    l->n++;
+    return true;
+}
+
+bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ps[i].value = hs_tensor_new(&ps[i].shape);
+        if (!ps[i].value)
+            return false;
+        ps[i].init = hs_tensor_f32(ps[i].value);
+        hs_model_fill_param(seed, &ps[i], ps[i].init);
+    }
+    return true;
+}

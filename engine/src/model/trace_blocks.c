@@ -1,0 +1,323 @@
+/* trace_blocks.c - one function per block type, emitting builder calls.
+ *
+ * Scopes (metadata op_name) follow the PyTorch module path with '/':
+ * "layers.3/attn/q_proj". A leaf block that is a layer by itself adds its
+ * type name ("layers.3/linear"); composite blocks (mlp, attention, decoder,
+ * sequential) add nothing, so their submodules sit right under the layer. */
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model/params.h"
+#include "model/trace_blocks.h"
+
+void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params)
+{
+    memset(t, 0, sizeof *t);
+    t->b = b;
+    t->params = params;
+}
+
+hs_instruction *hs_trace_fail(hs_trace *t, const char *path, hs_status s,
+                              const char *fmt, ...)
+{
+    if (!hs_builder_ok(t->b))
+        return NULL;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    hs_builder_fail(t->b, s, "%s", msg);
+    snprintf(t->fail_path, sizeof t->fail_path, "%s", path ? path : "");
+    return NULL;
+}
+
+/* Attributes a builder failure (a shape error) to the block being traced
+ * unless a more precise path was already recorded. */
+static void note_path(hs_trace *t, const char *path)
+{
+    if (!hs_builder_ok(t->b) && !t->fail_path[0] && path)
+        snprintf(t->fail_path, sizeof t->fail_path, "%s", path);
+}
+
+static size_t push_prefix(hs_trace *t, const char *sub)
+{
+    size_t mark = t->prefix_len;
+    int n = snprintf(t->prefix + mark, sizeof t->prefix - mark, "%s.", sub);
+    if (n > 0 && (size_t)n < sizeof t->prefix - mark)
+        t->prefix_len += (size_t)n;
+    return mark;
+}
+
+static void pop_prefix(hs_trace *t, size_t mark)
+{
+    t->prefix_len = mark;
+    t->prefix[mark] = '\0';
+}
+
+hs_instruction *hs_trace_param(hs_trace *t, const char *local,
+                               const hs_shape *shape, hs_init_kind kind,
+                               float bound)
+{
+    if (!hs_builder_ok(t->b))
+        return NULL;
+    char name[320];
+    snprintf(name, sizeof name, "%s%s", t->prefix, local);
+    return t->params->get(t->params, t->b, name, shape, kind, bound);
+}
+
+static int64_t last_dim(const hs_instruction *x)
+{
+    return x->shape.rank ? x->shape.dims[x->shape.rank - 1] : 1;
+}
+
+/* A bias-free projection submodule: scope and parameter `sub`. */
+static hs_instruction *projection(hs_trace *t, const char *sub,
+                                  hs_instruction *x, int64_t out)
+{
+    if (!x)
+        return NULL;
+    int64_t in = last_dim(x);
+    hs_shape ws = hs_shape_make(HS_F32, 2, (int64_t[]){out, in});
+    char local[64];
+    snprintf(local, sizeof local, "%s.weight", sub);
+    hs_builder_push_scope(t->b, sub);
+    hs_instruction *w = hs_trace_param(t, local, &ws, HS_INIT_UNIFORM,
+                                       hs_param_fan_in_bound(&ws));
+    hs_instruction *y = hs_nn_linear(t->b, x, w, NULL);
+    hs_builder_pop_scope(t->b);
+    return y;
+}
+
+/* ---- blocks --------------------------------------------------------------- */
+
+static hs_instruction *trace_linear(hs_trace *t, const hs_block *blk,
+                                    hs_instruction *x)
+{
+    int64_t in = last_dim(x);
+    hs_shape ws = hs_shape_make(HS_F32, 2, (int64_t[]){blk->features, in});
+    hs_shape bs = hs_shape_make(HS_F32, 1, &blk->features);
+    float bound = hs_param_fan_in_bound(&ws);
+    hs_instruction *w =
+        hs_trace_param(t, "weight", &ws, HS_INIT_UNIFORM, bound);
+    hs_instruction *bias =
+        blk->bias ? hs_trace_param(t, "bias", &bs, HS_INIT_UNIFORM, bound)
+                  : NULL;
+    if (blk->bias && !bias)
+        return NULL;
+    return hs_nn_linear(t->b, x, w, bias);
+}
+
+static hs_instruction *trace_softmax(hs_trace *t, const hs_block *blk,
+                                     hs_instruction *x)
+{
+    int rank = x->shape.rank;
+    if (blk->axis < -rank || blk->axis >= rank) {
+        char p[300];
+        snprintf(p, sizeof p, "%s/axis", blk->path);
+        return hs_trace_fail(t, p, HS_ERR_INVALID,
+                             "axis %lld is out of range for a %d-D input",
+                             (long long)blk->axis, rank);
+    }
+    return hs_nn_softmax(t->b, x, blk->axis);
+}
+
+static hs_instruction *trace_norm(hs_trace *t, const hs_block *blk,
+                                  hs_instruction *x)
+{
+    int64_t f = last_dim(x);
+    hs_shape s = hs_shape_make(HS_F32, 1, &f);
+    hs_instruction *w = hs_trace_param(t, "weight", &s, HS_INIT_ONES, 0);
+    if (blk->type == HS_BLOCK_RMSNORM)
+        return hs_nn_rmsnorm(t->b, x, w, (float)blk->eps);
+    hs_instruction *bias = hs_trace_param(t, "bias", &s, HS_INIT_ZEROS, 0);
+    return hs_nn_layernorm(t->b, x, w, bias, (float)blk->eps);
+}
+
+/* Llama-style MLP: down(act(gate(x)) * up(x)), or down(act(up(x))) when not
+ * gated (then there is no gate_proj). */
+static hs_instruction *trace_mlp(hs_trace *t, const hs_block *blk,
+                                 hs_instruction *x)
+{
+    int64_t f = last_dim(x);
+    hs_instruction *h;
+    if (blk->gated) {
+        hs_instruction *g = projection(t, "gate_proj", x, blk->hidden);
+        hs_instruction *u = projection(t, "up_proj", x, blk->hidden);
+        h = hs_b_binary(t->b, HS_OP_MULTIPLY,
+                        hs_nn_activation(t->b, blk->activation, g), u);
+    } else {
+        h = hs_nn_activation(t->b, blk->activation,
+                             projection(t, "up_proj", x, blk->hidden));
+    }
+    return projection(t, "down_proj", h, f);
+}
+
+static hs_instruction *require_3d(hs_trace *t, const hs_block *blk,
+                                  hs_instruction *x)
+{
+    if (x->shape.rank == 3)
+        return x;
+    char s[128];
+    hs_shape_print(&x->shape, false, s, sizeof s);
+    return hs_trace_fail(
+        t, blk->path, HS_ERR_INVALID,
+        "%s needs a 3-D input [batch, seq, features], got %s; set "
+        "input.shape to [batch, seq, features]",
+        hs_block_type_name(blk->type), s);
+}
+
+/* Multi-head scaled dot-product attention over [B, S, F] with F = H * D:
+ * softmax(q k^T / sqrt(D) + causal mask) v, then o_proj. The dots contract
+ * per head directly on [B, S, H, D], so only the result is transposed. */
+static hs_instruction *trace_attention(hs_trace *t, const hs_block *blk,
+                                       hs_instruction *x)
+{
+    hs_builder *b = t->b;
+    if (!require_3d(t, blk, x))
+        return NULL;
+    int64_t B = x->shape.dims[0], S = x->shape.dims[1], F = x->shape.dims[2];
+    int64_t H = blk->heads;
+    if (F % H != 0) {
+        char p[300];
+        snprintf(p, sizeof p, "%s/heads", blk->path);
+        return hs_trace_fail(t, p, HS_ERR_INVALID,
+                             "heads (%lld) must divide the features (%lld)",
+                             (long long)H, (long long)F);
+    }
+    int64_t D = F / H;
+    int64_t bshd[4] = {B, S, H, D};
+    hs_instruction *q = hs_b_reshape(b, projection(t, "q_proj", x, F), 4, bshd);
+    hs_instruction *k = hs_b_reshape(b, projection(t, "k_proj", x, F), 4, bshd);
+    hs_instruction *v = hs_b_reshape(b, projection(t, "v_proj", x, F), 4, bshd);
+
+    hs_dot_dims qk = {.n_lhs_batch = 2, .n_rhs_batch = 2,
+                      .n_lhs_contracting = 1, .n_rhs_contracting = 1,
+                      .lhs_batch = {0, 2}, .rhs_batch = {0, 2},
+                      .lhs_contracting = {3}, .rhs_contracting = {3}};
+    hs_instruction *scores = hs_b_dot(b, q, k, &qk); /* [B, H, S, S] */
+    if (!scores)
+        return NULL;
+    scores = hs_b_binary(b, HS_OP_MULTIPLY, scores,
+                         hs_nn_fill(b, (float)(1.0 / sqrt((double)D)),
+                                    &scores->shape));
+    if (blk->causal && scores) {
+        /* Query i sees keys j <= i; the others get the lowest float, which
+         * softmax turns into exactly 0 as -inf would. */
+        hs_shape ss = hs_shape_make(HS_S32, 2, (int64_t[]){S, S});
+        hs_instruction *row = hs_b_iota(b, &ss, 0);
+        hs_instruction *col = hs_b_iota(b, &ss, 1);
+        hs_instruction *keep = hs_b_compare(b, HS_DIR_LE, col, row);
+        hs_shape ps = scores->shape;
+        ps.dtype = HS_PRED;
+        keep = hs_b_broadcast(b, keep, &ps, (int64_t[]){2, 3}, 2);
+        scores = hs_b_select(b, keep, scores,
+                             hs_nn_fill(b, -FLT_MAX, &scores->shape));
+    }
+    hs_instruction *probs = hs_nn_softmax(b, scores, 3);
+    hs_dot_dims pv = {.n_lhs_batch = 2, .n_rhs_batch = 2,
+                      .n_lhs_contracting = 1, .n_rhs_contracting = 1,
+                      .lhs_batch = {0, 1}, .rhs_batch = {0, 2},
+                      .lhs_contracting = {3}, .rhs_contracting = {1}};
+    hs_instruction *ctx = hs_b_dot(b, probs, v, &pv); /* [B, H, S, D] */
+    ctx = hs_b_transpose(b, ctx, (int64_t[]){0, 2, 1, 3});
+    ctx = hs_b_reshape(b, ctx, 3, (int64_t[]){B, S, F});
+    return projection(t, "o_proj", ctx, F);
+}
+
+/* Pre-norm Llama decoder layer:
+ *     h   = x + attn(input_norm(x))
+ *     out = h + mlp(post_norm(h))      (gated SiLU MLP) */
+static hs_instruction *trace_decoder(hs_trace *t, const hs_block *blk,
+                                     hs_instruction *x)
+{
+    if (!require_3d(t, blk, x))
+        return NULL;
+    hs_block norm = {.type = blk->norm, .path = blk->path, .eps = blk->eps};
+    hs_block attn = {.type = HS_BLOCK_ATTENTION, .path = blk->path,
+                     .heads = blk->heads, .causal = true};
+    hs_block mlp = {.type = HS_BLOCK_MLP, .path = blk->path,
+                    .hidden = blk->hidden, .activation = HS_BLOCK_SILU,
+                    .gated = true};
+    hs_instruction *a = hs_trace_block(
+        t, &attn, "attn", hs_trace_block(t, &norm, "input_norm", x));
+    hs_instruction *h = hs_b_binary(t->b, HS_OP_ADD, x, a);
+    hs_instruction *m = hs_trace_block(
+        t, &mlp, "mlp", hs_trace_block(t, &norm, "post_norm", h));
+    return hs_b_binary(t->b, HS_OP_ADD, h, m);
+}
+
+static hs_instruction *trace_sequential(hs_trace *t, const hs_block *blk,
+                                        hs_instruction *x)
+{
+    for (int i = 0; i < blk->n_blocks && x; i++) {
+        char sub[24];
+        snprintf(sub, sizeof sub, "%d", i);
+        x = hs_trace_block(t, blk->blocks[i], sub, x);
+    }
+    return x;
+}
+
+static bool is_composite(hs_block_type type)
+{
+    return type == HS_BLOCK_MLP || type == HS_BLOCK_ATTENTION ||
+           type == HS_BLOCK_DECODER || type == HS_BLOCK_SEQUENTIAL;
+}
+
+static hs_instruction *trace_body(hs_trace *t, const hs_block *blk,
+                                  hs_instruction *x)
+{
+    switch (blk->type) {
+    case HS_BLOCK_LINEAR: return trace_linear(t, blk, x);
+    case HS_BLOCK_RELU:
+    case HS_BLOCK_GELU:
+    case HS_BLOCK_SILU:
+    case HS_BLOCK_TANH:
+    case HS_BLOCK_SIGMOID: return hs_nn_activation(t->b, blk->type, x);
+    case HS_BLOCK_SOFTMAX: return trace_softmax(t, blk, x);
+    case HS_BLOCK_LAYERNORM:
+    case HS_BLOCK_RMSNORM: return trace_norm(t, blk, x);
+    case HS_BLOCK_MLP: return trace_mlp(t, blk, x);
+    case HS_BLOCK_ATTENTION: return trace_attention(t, blk, x);
+    case HS_BLOCK_DECODER: return trace_decoder(t, blk, x);
+    case HS_BLOCK_SEQUENTIAL: return trace_sequential(t, blk, x);
+    case HS_BLOCK_GRAPH: return hs_trace_graph(t, blk, x);
+    case HS_BLOCK_COUNT: break;
+    }
+    return hs_trace_fail(t, blk->path, HS_ERR_INVALID, "unknown block type");
+}
+
+hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
+                               const char *sub, hs_instruction *x)
+{
+    if (!x || !hs_builder_ok(t->b))
+        return NULL;
+    const char *scope = sub ? sub
+                        : is_composite(blk->type) ? NULL
+                                                  : hs_block_type_name(blk->type);
+    size_t mark = sub ? push_prefix(t, sub) : t->prefix_len;
+    if (scope)
+        hs_builder_push_scope(t->b, scope);
+    hs_instruction *y = trace_body(t, blk, x);
+    if (scope)
+        hs_builder_pop_scope(t->b);
+    pop_prefix(t, mark);
+    note_path(t, blk->path);
+    return y;
+}
+
+hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk, int64_t k,
+                               hs_instruction *x)
+{
+    char layer[32];
+    snprintf(layer, sizeof layer, "layers.%lld", (long long)k);
+    hs_builder_push_scope(t->b, layer);
+    size_t mark = push_prefix(t, layer);
+    hs_instruction *y = hs_trace_block(t, blk, NULL, x);
+    pop_prefix(t, mark);
+    hs_builder_pop_scope(t->b);
+    return y;
+}

@@ -1,0 +1,84 @@
+/*
+ * trace_blocks.h - turning blocks into builder calls.
+ *
+ * hs_trace_layer traces one layer (block k of the expanded list) given the
+ * builder, its input and a parameter source. The unrolled model calls it
+ * once per layer with a source that creates entry parameters; a scan body
+ * can call it once with a source that hands out per-layer slices of stacked
+ * weights. Either way a parameter is requested by its full state_dict name
+ * ("layers.3.attn.q_proj.weight"), in state_dict order.
+ */
+#ifndef HLOSCOPE_MODEL_TRACE_BLOCKS_H
+#define HLOSCOPE_MODEL_TRACE_BLOCKS_H
+
+#include "hloscope/hs_builder.h"
+#include "model/model_desc.h"
+
+typedef struct hs_param_source hs_param_source;
+struct hs_param_source {
+    /* Returns the instruction that holds the parameter, or NULL after
+     * recording an error on the builder. */
+    hs_instruction *(*get)(hs_param_source *self, hs_builder *b,
+                           const char *name, const hs_shape *shape,
+                           hs_init_kind kind, float bound);
+};
+
+typedef struct hs_trace {
+    hs_builder *b;
+    hs_param_source *params;
+    char prefix[256];      /* state_dict prefix of the current module */
+    size_t prefix_len;
+    char fail_path[256];   /* JSON path of the first error, "" if none */
+} hs_trace;
+
+void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
+
+/* Traces layer k: scope "layers.k", parameters "layers.k.<name>". */
+hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk, int64_t k,
+                               hs_instruction *x);
+
+/* Traces a block inside the current module. sub names the submodule
+ * ("attn", "0"): it extends the parameter prefix and the scope; NULL
+ * traces the block in place under a scope named after its type. */
+hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
+                               const char *sub, hs_instruction *x);
+
+/* Graph blocks (trace_graph.c). */
+hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
+                               hs_instruction *x);
+
+/* Records an error found by the loader's own checks: on the builder (the
+ * sticky error) and its JSON path. Returns NULL. */
+hs_instruction *hs_trace_fail(hs_trace *t, const char *path, hs_status s,
+                              const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Requests parameter prefix+local from the source. */
+hs_instruction *hs_trace_param(hs_trace *t, const char *local,
+                               const hs_shape *shape, hs_init_kind kind,
+                               float bound);
+
+/* ---- neural-network pieces (trace_ops.c), NULL-propagating ---- */
+
+/* A scalar f32 broadcast to shape s. */
+hs_instruction *hs_nn_fill(hs_builder *b, float v, const hs_shape *s);
+/* x op y where y's shape lines up with x's trailing dimensions. */
+hs_instruction *hs_nn_binary_trailing(hs_builder *b, hs_opcode op,
+                                      hs_instruction *x, hs_instruction *y);
+/* Reduces the last axis with reducer and broadcasts the result back (a
+ * keepdim reduction). */
+hs_instruction *hs_nn_reduce_keep(hs_builder *b, hs_instruction *x,
+                                  int64_t axis, hs_opcode reducer);
+/* x W^T (+ b). */
+hs_instruction *hs_nn_linear(hs_builder *b, hs_instruction *x,
+                             hs_instruction *w, hs_instruction *bias);
+hs_instruction *hs_nn_activation(hs_builder *b, hs_block_type act,
+                                 hs_instruction *x);
+hs_instruction *hs_nn_softmax(hs_builder *b, hs_instruction *x, int64_t axis);
+hs_instruction *hs_nn_layernorm(hs_builder *b, hs_instruction *x,
+                                hs_instruction *w, hs_instruction *bias,
+                                float eps);
+hs_instruction *hs_nn_rmsnorm(hs_builder *b, hs_instruction *x,
+                              hs_instruction *w, float eps);
+
+#endif

@@ -1,0 +1,241 @@
+/* trace_graph.c - the `graph` block: its params and HLO-level ops as builder
+ * calls. Element-wise ops broadcast a lower-rank operand along the trailing
+ * dimensions (an explicit broadcast in the HLO); everything else follows
+ * HLO's own rules. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/params.h"
+#include "model/trace_blocks.h"
+
+typedef struct graph_env {
+    int n;
+    const char **names;
+    hs_instruction **values;
+} graph_env;
+
+static hs_instruction *env_get(const graph_env *env, const char *name)
+{
+    for (int i = env->n - 1; i >= 0; i--)
+        if (strcmp(env->names[i], name) == 0)
+            return env->values[i];
+    return NULL;
+}
+
+static void env_put(graph_env *env, const char *name, hs_instruction *v)
+{
+    env->names[env->n] = name;
+    env->values[env->n++] = v;
+}
+
+/* Makes two operands the same rank by broadcasting the lower-rank one. */
+static void align_ranks(hs_builder *b, hs_instruction **x,
+                        hs_instruction **y)
+{
+    if (!*x || !*y)
+        return;
+    if ((*x)->shape.rank < (*y)->shape.rank)
+        *x = hs_b_broadcast_trailing(b, *x, &(*y)->shape);
+    else if ((*y)->shape.rank < (*x)->shape.rank)
+        *y = hs_b_broadcast_trailing(b, *y, &(*x)->shape);
+}
+
+static bool rank_matches(hs_trace *t, const hs_graph_op *g,
+                         const char *what, int n, int rank)
+{
+    if (n == rank)
+        return true;
+    char p[300];
+    snprintf(p, sizeof p, "%s/attrs", g->path);
+    hs_trace_fail(t, p, HS_ERR_INVALID,
+                  "%s needs %d entries (the operand's rank), got %d", what,
+                  rank, n);
+    return false;
+}
+
+static hs_instruction *trace_dot(hs_trace *t, const hs_graph_op *g,
+                                 hs_instruction *l, hs_instruction *r)
+{
+    /* Defaults: a matrix product contracting lhs's last dimension with
+     * rhs's first non-batch one. */
+    hs_dot_dims d;
+    memset(&d, 0, sizeof d);
+    d.n_lhs_batch = g->n_lb < 0 ? 0 : g->n_lb;
+    d.n_rhs_batch = g->n_rb < 0 ? 0 : g->n_rb;
+    memcpy(d.lhs_batch, g->lb, sizeof g->lb);
+    memcpy(d.rhs_batch, g->rb, sizeof g->rb);
+    if (g->n_lc < 0) {
+        d.n_lhs_contracting = 1;
+        d.lhs_contracting[0] = l->shape.rank - 1;
+    } else {
+        d.n_lhs_contracting = g->n_lc;
+        memcpy(d.lhs_contracting, g->lc, sizeof g->lc);
+    }
+    if (g->n_rc < 0) {
+        d.n_rhs_contracting = 1;
+        d.rhs_contracting[0] = d.n_rhs_batch;
+    } else {
+        d.n_rhs_contracting = g->n_rc;
+        memcpy(d.rhs_contracting, g->rc, sizeof g->rc);
+    }
+    return hs_b_dot(t->b, l, r, &d);
+}
+
+static hs_instruction *trace_reduce(hs_trace *t, const hs_graph_op *g,
+                                    hs_instruction *x)
+{
+    hs_builder *b = t->b;
+    switch (g->reducer) {
+    case HS_OP_ADD: return hs_b_reduce_sum(b, x, g->dims, g->n_dims);
+    case HS_OP_MAXIMUM: return hs_b_reduce_max(b, x, g->dims, g->n_dims);
+    case HS_OP_MINIMUM:
+        return hs_b_reduce(b, x, hs_b_const_f32(b, INFINITY), g->dims,
+                           g->n_dims, HS_OP_MINIMUM);
+    default:
+        return hs_b_reduce(b, x, hs_b_const_f32(b, 1.0f), g->dims, g->n_dims,
+                           HS_OP_MULTIPLY);
+    }
+}
+
+static hs_instruction *trace_placement(hs_trace *t, const hs_graph_op *g,
+                                       hs_instruction *x)
+{
+    /* torch_xla's place_to_host / place_to_device: an annotation the
+     * offload pass later turns into host buffers and copies. */
+    hs_instruction *y = hs_b_custom_call(t->b, "annotate_device_placement",
+                                         &x, 1, &x->shape);
+    if (y)
+        y->frontend_attributes = hs_arena_strdup(
+            hs_instruction_arena(y),
+            g->kind == HS_GOP_PLACE_TO_HOST
+                ? "_xla_buffer_placement=\"pinned_host\""
+                : "_xla_buffer_placement=\"device\"");
+    return y;
+}
+
+static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
+                                hs_instruction **a)
+{
+    hs_builder *b = t->b;
+    for (int i = 0; i < g->n_args; i++)
+        if (!a[i])
+            return NULL;
+    if (g->kind != HS_GOP_HLO)
+        return trace_placement(t, g, a[0]);
+    int arity = hs_opcode_arity(g->opcode);
+    if (hs_opcode_is_elementwise(g->opcode) && arity == 1 &&
+        g->opcode != HS_OP_CONVERT)
+        return hs_b_unary(b, g->opcode, a[0]);
+    switch (g->opcode) {
+    case HS_OP_COMPARE:
+        align_ranks(b, &a[0], &a[1]);
+        return hs_b_compare(b, g->direction, a[0], a[1]);
+    case HS_OP_SELECT:
+        return hs_b_select(b, a[0], a[1], a[2]);
+    case HS_OP_CONVERT:
+        return hs_b_convert(b, a[0], g->dtype);
+    case HS_OP_BROADCAST: {
+        hs_shape s = hs_shape_make(a[0]->shape.dtype, g->n_shape, g->shape);
+        if (g->n_dims < 0)
+            return hs_b_broadcast_trailing(b, a[0], &s);
+        if (!rank_matches(t, g, "dimensions", g->n_dims, a[0]->shape.rank))
+            return NULL;
+        return hs_b_broadcast(b, a[0], &s, g->dims, g->n_dims);
+    }
+    case HS_OP_RESHAPE:
+        return hs_b_reshape(b, a[0], g->n_shape, g->shape);
+    case HS_OP_TRANSPOSE:
+        if (!rank_matches(t, g, "dimensions", g->n_dims, a[0]->shape.rank))
+            return NULL;
+        return hs_b_transpose(b, a[0], g->dims);
+    case HS_OP_SLICE:
+        if (!rank_matches(t, g, "start", g->n_start, a[0]->shape.rank) ||
+            !rank_matches(t, g, "limit", g->n_limit, a[0]->shape.rank) ||
+            (g->n_stride >= 0 &&
+             !rank_matches(t, g, "stride", g->n_stride, a[0]->shape.rank)))
+            return NULL;
+        return hs_b_slice(b, a[0], g->start, g->limit,
+                          g->n_stride < 0 ? NULL : g->stride);
+    case HS_OP_CONCATENATE:
+        return hs_b_concatenate(b, a, g->n_args, g->dimension);
+    case HS_OP_DOT:
+        return trace_dot(t, g, a[0], a[1]);
+    case HS_OP_REDUCE:
+        return trace_reduce(t, g, a[0]);
+    case HS_OP_CONSTANT: {
+        hs_shape s = hs_shape_make(HS_F32, g->n_shape < 0 ? 0 : g->n_shape,
+                                   g->shape);
+        return hs_nn_fill(b, (float)g->value, &s);
+    }
+    case HS_OP_IOTA: {
+        hs_shape s = hs_shape_make(HS_F32, g->n_shape, g->shape);
+        if (g->dimension >= g->n_shape) {
+            char p[300];
+            snprintf(p, sizeof p, "%s/attrs/dimension", g->path);
+            return hs_trace_fail(t, p, HS_ERR_INVALID,
+                                 "dimension %lld is out of range for a %d-D "
+                                 "shape",
+                                 (long long)g->dimension, g->n_shape);
+        }
+        return hs_b_iota(b, &s, g->dimension);
+    }
+    default:
+        if (arity == 2) {
+            align_ranks(b, &a[0], &a[1]);
+            return hs_b_binary(b, g->opcode, a[0], a[1]);
+        }
+        return hs_trace_fail(t, g->path, HS_ERR_UNSUPPORTED,
+                             "op %s is not supported in a graph block",
+                             hs_opcode_name(g->opcode));
+    }
+}
+
+hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
+                               hs_instruction *x)
+{
+    size_t cap = 1 + (size_t)blk->n_gparams + (size_t)blk->n_ops;
+    graph_env env = {0, malloc(cap * sizeof(const char *)),
+                     malloc(cap * sizeof(hs_instruction *))};
+    hs_instruction *out = NULL;
+    if (!env.names || !env.values) {
+        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        goto done;
+    }
+    env_put(&env, "x", x);
+    for (int i = 0; i < blk->n_gparams; i++) {
+        const hs_graph_param *p = &blk->gparams[i];
+        hs_instruction *v =
+            hs_trace_param(t, p->name, &p->shape, p->init,
+                           hs_param_fan_in_bound(&p->shape));
+        if (!v)
+            goto done;
+        env_put(&env, p->name, v);
+    }
+    for (int i = 0; i < blk->n_ops; i++) {
+        const hs_graph_op *g = &blk->ops[i];
+        hs_instruction **args = malloc(((size_t)g->n_args + 1) * sizeof *args);
+        if (!args) {
+            hs_trace_fail(t, g->path, HS_ERR_NOMEM, "out of host memory");
+            goto done;
+        }
+        for (int j = 0; j < g->n_args; j++)
+            args[j] = env_get(&env, g->args[j]);
+        hs_builder_push_scope(t->b, g->name);
+        hs_instruction *y = trace_op(t, g, args);
+        hs_builder_pop_scope(t->b);
+        free(args);
+        if (!y) {
+            if (!t->fail_path[0])
+                snprintf(t->fail_path, sizeof t->fail_path, "%s", g->path);
+            goto done;
+        }
+        env_put(&env, g->name, y);
+    }
+    out = env_get(&env, blk->output);
+done:
+    free(env.names);
+    free(env.values);
+    return out;
+}
