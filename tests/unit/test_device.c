@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "device_helpers.h"
+#include "hloscope/hs_hlo_text.h"
 
 typedef struct run_result {
     hs_status st;
@@ -854,6 +855,50 @@ static void per_instruction_overhead_is_small(void **state)
     done(&r, m, NULL, 0);
 }
 
+/* End to end from HLO text: a loop-carried f32 vector and a decoded array
+ * literal, as the parser hands them over. */
+static void hlo_text_while_loop_runs_with_parsed_literals(void **state)
+{
+    (void)state;
+    const char *text =
+        "HloModule loop\n"
+        "cond {\n"
+        "  p = (s32[], f32[4]) parameter(0)\n"
+        "  i = s32[] get-tuple-element(p), index=0\n"
+        "  n = s32[] constant(7)\n"
+        "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+        "}\n"
+        "body {\n"
+        "  p = (s32[], f32[4]) parameter(0)\n"
+        "  i = s32[] get-tuple-element(p), index=0\n"
+        "  v = f32[4] get-tuple-element(p), index=1\n"
+        "  one = s32[] constant(1)\n"
+        "  i1 = s32[] add(i, one)\n"
+        "  c = f32[4] constant({1, 2, 3, 4.5})\n"
+        "  v1 = f32[4] add(v, c)\n"
+        "  ROOT t = (s32[], f32[4]) tuple(i1, v1)\n"
+        "}\n"
+        "ENTRY main {\n"
+        "  x = f32[4] parameter(0)\n"
+        "  z = s32[] constant(0)\n"
+        "  t = (s32[], f32[4]) tuple(z, x)\n"
+        "  w = (s32[], f32[4]) while(t), condition=cond, body=body\n"
+        "  ROOT r = f32[4] get-tuple-element(w), index=1\n"
+        "}\n";
+    hs_error err;
+    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
+    if (!m)
+        print_error("%s\n", err.message);
+    assert_non_null(m);
+    float v[] = {0.5f, 0, 0, -1};
+    hs_tensor *a[] = {tensor_f32(F32(1, 4), v)};
+    run_result r = run(m, a, 1);
+    assert_int_equal(r.st, HS_OK);
+    const float want[] = {7.5f, 14, 21, 30.5f};
+    assert_memory_equal(r.out[0]->data, want, sizeof want);
+    done(&r, m, a, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -874,6 +919,7 @@ int main(void)
         cmocka_unit_test(peak_accounting_for_a_known_chain),
         cmocka_unit_test(simulated_time_equals_roofline_for_one_dot),
         cmocka_unit_test(presets_cite_sources_and_default_exists),
+        cmocka_unit_test(hlo_text_while_loop_runs_with_parsed_literals),
         cmocka_unit_test(per_instruction_overhead_is_small),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

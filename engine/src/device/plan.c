@@ -362,8 +362,12 @@ static hs_status build_plan(dev_ctx *x, const hs_computation *c,
         if (!live[k] || in->opcode == HS_OP_PARAMETER)
             continue;
         hs_status st = check_instruction(x, in);
-        if (st)
+        if (st) {
+            if (!x->err->instruction[0])
+                snprintf(x->err->instruction, sizeof x->err->instruction,
+                         "%s", in->name);
             return st;
+        }
         dev_step *s = &p->steps[j];
         s->in = in;
         s->kern = kernel_for(in);
