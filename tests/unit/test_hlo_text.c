@@ -700,6 +700,31 @@ static void large_modules_parse_and_print_in_linear_time(void **state)
     hs_module_free(again);
 }
 
+static void repeated_names_are_renamed_in_linear_time(void **state)
+{
+    (void)state;
+    /* 20000 computations that all call their parameter "p", and one that
+     * already uses the name "p.2". */
+    const int n = 20000;
+    char *text = malloc((size_t)n * 64 + 256);
+    size_t len = 0;
+    len += (size_t)sprintf(text + len, "taken {\n  ROOT p.2 = f32[] parameter(0)\n}\n");
+    for (int k = 0; k < n; k++)
+        len += (size_t)sprintf(text + len, "c%d {\n  ROOT p = f32[] parameter(0)\n}\n", k);
+    len += (size_t)sprintf(text + len, "ENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
+    clock_t t0 = clock();
+    hs_module *m = parse_or_fail(text);
+    double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    assert_true(secs < 20.0);
+    assert_string_equal(m->comps[0]->root->name, "p.2");
+    assert_string_equal(m->comps[1]->root->name, "p");
+    assert_string_equal(m->comps[2]->root->name, "p.1");
+    assert_string_equal(m->comps[3]->root->name, "p.3");
+    assert_verifies(m);
+    hs_module_free(m);
+    free(text);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -726,6 +751,7 @@ int main(void)
         cmocka_unit_test(print_instruction_follows_snprintf_contract),
         cmocka_unit_test(hostile_input_never_crashes),
         cmocka_unit_test(large_modules_parse_and_print_in_linear_time),
+        cmocka_unit_test(repeated_names_are_renamed_in_linear_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -111,6 +111,8 @@ void *hs__map_get(const hs_name_map *m, const char *key, size_t len);
  * *existing (if not NULL) receives its value. */
 bool hs__map_put(hs_name_map *m, const char *key, size_t len, void *value,
                  void **existing);
+/* Replaces the value of an existing key; no-op when absent. */
+void hs__map_set(hs_name_map *m, const char *key, size_t len, void *value);
 
 /* ------------------------------------------------------------------------ */
 /* Shapes as text (shape_text.c)                                            */

@@ -91,3 +91,12 @@ bool hs__map_put(hs_name_map *m, const char *key, size_t len, void *value,
     m->n++;
     return true;
 }
+
+void hs__map_set(hs_name_map *m, const char *key, size_t len, void *value)
+{
+    if (!m->cap)
+        return;
+    struct hs_name_slot *sl = find(m, key, len, hash_name(key, len));
+    if (sl->key)
+        sl->value = value;
+}

@@ -170,43 +170,64 @@ static bool order_callees_first(hs_parser *P)
 
 /* XLA names are unique in a module, but dumps reuse short names such as
  * "p" in every computation. The first use keeps its name; later ones get
- * "name.N" with the smallest N that no instruction uses. */
+ * "name.N" with the smallest N that no instruction uses. The next N to try
+ * is remembered per name, so thousands of repeats stay linear. */
 static bool uniquify_names(hs_parser *P, hs_computation *const *text_order,
                            int n_comps)
 {
-    hs_name_map seen = {0};
+    hs_name_map seen = {0}, next_suffix = {0};
     bool ok = true;
     for (int k = 0; ok && k < n_comps; k++) {
         hs_computation *c = text_order[k];
         for (int j = 0; ok && j < c->n_instrs; j++) {
             hs_instruction *i = c->instrs[j];
-            void *prev;
-            ok = hs__map_put(&seen, i->name, strlen(i->name), i, &prev);
-            (void)prev;
+            ok = hs__map_put(&seen, i->name, strlen(i->name), i, NULL);
         }
     }
+    hs_buf cand = {0};
     for (int k = 0; ok && k < n_comps; k++) {
         hs_computation *c = text_order[k];
         for (int j = 0; ok && j < c->n_instrs; j++) {
             hs_instruction *i = c->instrs[j];
-            if (hs__map_get(&seen, i->name, strlen(i->name)) == i)
+            const char *base = i->name;
+            size_t base_len = strlen(base);
+            if (hs__map_get(&seen, base, base_len) == i)
                 continue;
-            for (int64_t suffix = 1;; suffix++) {
-                char *cand = hs_arena_printf(P->a, "%s.%lld", i->name,
-                                             (long long)suffix);
-                if (!cand) {
+            /* Suffixes are stored as (void *)(n + 1) so that 0 is "none". */
+            uintptr_t suffix =
+                (uintptr_t)hs__map_get(&next_suffix, base, base_len);
+            suffix = suffix ? suffix - 1 : 1;
+            for (;; suffix++) {
+                cand.len = 0;
+                hs__buf_put(&cand, base, base_len);
+                hs__buf_putc(&cand, '.');
+                hs__buf_put_uint(&cand, suffix);
+                if (cand.oom) {
                     ok = false;
                     break;
                 }
-                if (hs__map_get(&seen, cand, strlen(cand)))
-                    continue;
-                i->name = cand;
-                ok = hs__map_put(&seen, cand, strlen(cand), i, NULL);
-                break;
+                if (!hs__map_get(&seen, cand.data, cand.len))
+                    break;
             }
+            if (!ok)
+                break;
+            char *name = hs_arena_strndup(P->a, cand.data, cand.len);
+            ok = name && hs__map_put(&seen, name, cand.len, i, NULL);
+            if (!ok)
+                break;
+            /* base stays valid: the old name lives on in the arena. */
+            void *prev;
+            ok = hs__map_put(&next_suffix, base, base_len,
+                             (void *)(suffix + 2), &prev);
+            if (ok && prev)
+                hs__map_set(&next_suffix, base, base_len,
+                            (void *)(suffix + 2));
+            i->name = name;
         }
     }
+    hs__buf_free(&cand);
     hs__map_free(&seen);
+    hs__map_free(&next_suffix);
     return ok ? true : oom(P);
 }
 
