@@ -341,6 +341,20 @@ int hs_computation_remove_dead(hs_computation *c);
  * knows the rule. The error names the instruction. */
 hs_status hs_module_verify(const hs_module *m, hs_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Computation order (added for the tracer)                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Keeps m->comps callees-before-callers when caller starts calling callee:
+ * if callee sits after caller, moves callee and every computation it calls
+ * (directly or transitively) that also sits after caller to just before
+ * caller, keeping their relative order. No-op when callee is already before
+ * caller. HS_ERR_INVALID when either is not in m, they are the same, or
+ * callee (transitively) calls caller; HS_ERR_NOMEM on host OOM. */
+hs_status hs_module_move_computation_before(hs_module *m,
+                                            hs_computation *callee,
+                                            const hs_computation *caller);
+
 #ifdef __cplusplus
 }
 #endif
