@@ -45,6 +45,9 @@ extern "C" {
 #define HS_MODEL_DEFAULT_MAX_LAYERS 4096            /* blocks after repeat */
 #define HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS (INT64_C(1) << 28) /* 1 GiB f32 */
 #define HS_MODEL_DEFAULT_MAX_JSON_DEPTH 32
+/* max_tensor_elements is clamped to this (2^40), which keeps every shape
+ * product the tracer forms inside int64. */
+#define HS_MODEL_MAX_TENSOR_ELEMENTS_CAP (INT64_C(1) << 40)
 #define HS_MODEL_DEFAULT_DEVICE "tpu-v5e"
 
 typedef struct hs_model_limits {

@@ -157,7 +157,7 @@ static bool parse_params(js_walker *w, const json_t *obj, hs_arena *a,
         if (ok) {
             int64_t n = 1, cap = limits->max_tensor_elements;
             for (int i = 0; i < rank; i++)
-                n = dims[i] > cap / n ? cap + 1 : n * dims[i];
+                n = hs_mul_capped(n, dims[i], cap);
             if (n > cap)
                 ok = js_fail(w, HS_ERR_LIMIT, "shape",
                              "the param has more than %lld elements (limit "
@@ -262,8 +262,23 @@ static bool parse_args(js_walker *w, const json_t *op, hs_arena *a,
     return ok;
 }
 
+/* The shape attr of broadcast, reshape, constant and iota. */
+static bool shape_attr_fits(js_walker *w, const hs_graph_op *g,
+                            int64_t cap)
+{
+    int64_t n = 1;
+    for (int i = 0; i < g->n_shape; i++)
+        n = hs_mul_capped(n, g->shape[i], cap);
+    if (n <= cap)
+        return true;
+    return js_fail(w, HS_ERR_LIMIT, "shape",
+                   "the shape has more than %lld elements (limit "
+                   "max_tensor_elements)",
+                   (long long)cap);
+}
+
 static bool parse_attrs(js_walker *w, const json_t *op, const gop_rule *r,
-                        hs_graph_op *g)
+                        const hs_model_limits *limits, hs_graph_op *g)
 {
     const json_t *at = json_object_get(op, "attrs");
     json_t *tmp = NULL;
@@ -343,6 +358,8 @@ static bool parse_attrs(js_walker *w, const json_t *op, const gop_rule *r,
             break;
         }
     }
+    if (ok)
+        ok = shape_attr_fits(w, g, limits->max_tensor_elements);
     js_pop(w, mark);
     if (tmp)
         json_decref(tmp);
@@ -350,7 +367,8 @@ static bool parse_attrs(js_walker *w, const json_t *op, const gop_rule *r,
 }
 
 static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
-                      hs_block *blk, names *ns)
+                      const hs_model_limits *limits, hs_block *blk,
+                      names *ns)
 {
     const json_t *ops = json_object_get(obj, "ops");
     if (!ops)
@@ -376,7 +394,8 @@ static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
              js_check_keys(w, op, k_op_keys) &&
              js_get_string(w, op, "name", true, NULL, &name) &&
              (r = find_rule(w, op)) != NULL &&
-             parse_args(w, op, a, r, ns, g) && parse_attrs(w, op, r, g) &&
+             parse_args(w, op, a, r, ns, g) &&
+             parse_attrs(w, op, r, limits, g) &&
              add_name(w, ns, name, "name");
         if (ok) {
             g->name = ns->v[ns->n - 1] = hs_arena_strdup(a, name);
@@ -404,7 +423,7 @@ bool hs_graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
     ns.v[ns.n++] = "x";
     ns.v[ns.n] = NULL;
     if (!parse_params(w, obj, a, limits, blk, &ns) ||
-        !parse_ops(w, obj, a, blk, &ns))
+        !parse_ops(w, obj, a, limits, blk, &ns))
         return false;
     const char *out;
     if (!js_get_string(w, obj, "output", false, NULL, &out))

@@ -21,6 +21,8 @@ hs_model_limits hs_model_limits_resolve(const hs_model_limits *in)
         l.max_layers = HS_MODEL_DEFAULT_MAX_LAYERS;
     if (l.max_tensor_elements <= 0)
         l.max_tensor_elements = HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS;
+    if (l.max_tensor_elements > HS_MODEL_MAX_TENSOR_ELEMENTS_CAP)
+        l.max_tensor_elements = HS_MODEL_MAX_TENSOR_ELEMENTS_CAP;
     if (l.max_json_depth <= 0)
         l.max_json_depth = HS_MODEL_DEFAULT_MAX_JSON_DEPTH;
     return l;
@@ -76,7 +78,8 @@ static bool fail(hs_error *err, hs_status s, const char *path,
     return false;
 }
 
-static bool trace_forward(hs_model *m, const hs_model_desc *d, hs_error *err)
+static bool trace_forward(hs_model *m, const hs_model_desc *d,
+                          int64_t max_elements, hs_error *err)
 {
     m->module = hs_module_new(module_name(m->arena, d->name));
     if (!m->module)
@@ -87,6 +90,7 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d, hs_error *err)
     entry_source src = {.base = {entry_get}, .arena = m->arena, .next = 1};
     hs_trace t;
     hs_trace_init(&t, b, &src.base);
+    t.max_elements = max_elements;
     hs_instruction *x = hs_b_parameter(b, 0, &d->input_shape, "x");
     for (int k = 0; k < d->n_layers && x; k++)
         x = hs_trace_layer(&t, d->layers[k], k, x);
@@ -240,7 +244,7 @@ hs_model *hs_model_load(const char *json_text, size_t len,
     json_decref(root);
     if (ok) {
         copy_settings(m, m->desc);
-        ok = trace_forward(m, m->desc, err) &&
+        ok = trace_forward(m, m->desc, limits.max_tensor_elements, err) &&
              check_sizes(m->module, limits.max_tensor_elements, err) &&
              hs_module_verify(m->module, err) == HS_OK && check_train(m, err) &&
              (opts && opts->shapes_only ? true : draw_data(m, err));

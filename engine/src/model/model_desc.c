@@ -33,8 +33,7 @@ static bool nomem(desc_parser *p)
     return js_fail(&p->w, HS_ERR_NOMEM, NULL, "out of host memory");
 }
 
-/* a * b saturated at cap + 1, for counting without overflow. */
-static int64_t mul_capped(int64_t a, int64_t b, int64_t cap)
+int64_t hs_mul_capped(int64_t a, int64_t b, int64_t cap)
 {
     if (a == 0 || b == 0)
         return 0;
@@ -244,7 +243,7 @@ static bool parse_block_list(desc_parser *p, const json_t *arr,
             return false;
         }
         n_expanded += copies[i] > max ? max + 1 : copies[i];
-        total += mul_capped(copies[i], each, max);
+        total += hs_mul_capped(copies[i], each, max);
         if (total > max || n_expanded > max) {
             js_fail(w, HS_ERR_LIMIT, json_object_get(e, "repeat") ? "repeat"
                                                                   : NULL,
@@ -314,7 +313,7 @@ static bool parse_input(desc_parser *p, const json_t *root,
     if (ok) {
         int64_t n = 1;
         for (int i = 0; i < rank; i++)
-            n = mul_capped(n, dims[i], p->limits->max_tensor_elements);
+            n = hs_mul_capped(n, dims[i], p->limits->max_tensor_elements);
         if (n > p->limits->max_tensor_elements)
             ok = js_fail(w, HS_ERR_LIMIT, "shape",
                          "the input has more than %lld elements (limit "

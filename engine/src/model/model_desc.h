@@ -39,6 +39,10 @@ typedef enum hs_block_type {
     HS_BLOCK_COUNT
 } hs_block_type;
 
+/* a * b saturated at cap + 1 (a, b >= 0), for size checks that cannot
+ * overflow. */
+int64_t hs_mul_capped(int64_t a, int64_t b, int64_t cap);
+
 const char *hs_block_type_name(hs_block_type t);
 bool hs_block_is_activation(hs_block_type t);
 

@@ -18,6 +18,27 @@ void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params)
     memset(t, 0, sizeof *t);
     t->b = b;
     t->params = params;
+    t->max_elements = HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS;
+}
+
+bool hs_trace_fits(hs_trace *t, const char *path, int rank,
+                   const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n = hs_mul_capped(n, dims[i], t->max_elements);
+    if (n <= t->max_elements)
+        return true;
+    char s[160] = "";
+    size_t k = 0;
+    for (int i = 0; i < rank && k < sizeof s - 24; i++)
+        k += (size_t)snprintf(s + k, sizeof s - k, "%s%lld", i ? "," : "",
+                              (long long)dims[i]);
+    hs_trace_fail(t, path, HS_ERR_LIMIT,
+                  "a tensor of shape [%s] would have more than %lld elements "
+                  "(limit max_tensor_elements)",
+                  s, (long long)t->max_elements);
+    return false;
 }
 
 hs_instruction *hs_trace_fail(hs_trace *t, const char *path, hs_status s,
@@ -66,6 +87,8 @@ hs_instruction *hs_trace_param(hs_trace *t, const char *local,
         return NULL;
     char name[320];
     snprintf(name, sizeof name, "%s%s", t->prefix, local);
+    if (!hs_trace_fits(t, NULL, shape->rank, shape->dims))
+        return NULL;
     return t->params->get(t->params, t->b, name, shape, kind, bound);
 }
 
@@ -74,11 +97,21 @@ static int64_t last_dim(const hs_instruction *x)
     return x->shape.rank ? x->shape.dims[x->shape.rank - 1] : 1;
 }
 
+/* Checks the size of x with its last axis resized to out. */
+static bool output_fits(hs_trace *t, const hs_instruction *x, int64_t out)
+{
+    int64_t dims[HS_MAX_RANK];
+    int rank = x->shape.rank ? x->shape.rank : 1;
+    memcpy(dims, x->shape.dims, sizeof dims);
+    dims[rank - 1] = out;
+    return hs_trace_fits(t, NULL, rank, dims);
+}
+
 /* A bias-free projection submodule: scope and parameter `sub`. */
 static hs_instruction *projection(hs_trace *t, const char *sub,
                                   hs_instruction *x, int64_t out)
 {
-    if (!x)
+    if (!x || !output_fits(t, x, out))
         return NULL;
     int64_t in = last_dim(x);
     hs_shape ws = hs_shape_make(HS_F32, 2, (int64_t[]){out, in});
@@ -97,6 +130,8 @@ static hs_instruction *projection(hs_trace *t, const char *sub,
 static hs_instruction *trace_linear(hs_trace *t, const hs_block *blk,
                                     hs_instruction *x)
 {
+    if (!output_fits(t, x, blk->features))
+        return NULL;
     int64_t in = last_dim(x);
     hs_shape ws = hs_shape_make(HS_F32, 2, (int64_t[]){blk->features, in});
     hs_shape bs = hs_shape_make(HS_F32, 1, &blk->features);
@@ -189,6 +224,8 @@ static hs_instruction *trace_attention(hs_trace *t, const hs_block *blk,
                              (long long)H, (long long)F);
     }
     int64_t D = F / H;
+    if (!hs_trace_fits(t, blk->path, 4, (int64_t[]){B, H, S, S}))
+        return NULL;
     int64_t bshd[4] = {B, S, H, D};
     hs_instruction *q = hs_b_reshape(b, projection(t, "q_proj", x, F), 4, bshd);
     hs_instruction *k = hs_b_reshape(b, projection(t, "k_proj", x, F), 4, bshd);

@@ -29,6 +29,10 @@ typedef struct hs_trace {
     char prefix[256];      /* state_dict prefix of the current module */
     size_t prefix_len;
     char fail_path[256];   /* JSON path of the first error, "" if none */
+    /* Elements a tensor may have. Values whose size multiplies up (weights,
+     * projections, attention scores, graph attrs) are checked before they
+     * are built, so no shape arithmetic can overflow. */
+    int64_t max_elements;
 } hs_trace;
 
 void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
@@ -53,7 +57,12 @@ hs_instruction *hs_trace_fail(hs_trace *t, const char *path, hs_status s,
                               const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Requests parameter prefix+local from the source. */
+/* false (with an HS_ERR_LIMIT error at path) when a tensor of these
+ * dimensions would exceed t->max_elements. */
+bool hs_trace_fits(hs_trace *t, const char *path, int rank,
+                   const int64_t *dims);
+
+/* Requests parameter prefix+local from the source (size-checked). */
 hs_instruction *hs_trace_param(hs_trace *t, const char *local,
                                const hs_shape *shape, hs_init_kind kind,
                                float bound);

@@ -55,6 +55,32 @@ static bool rank_matches(hs_trace *t, const hs_graph_op *g,
     return false;
 }
 
+static bool listed(const int64_t *v, int n, int64_t x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* The result has the batch and free dimensions of both operands; their
+ * product could overflow before the builder sees it. */
+static bool dot_fits(hs_trace *t, const hs_graph_op *g,
+                     const hs_instruction *l, const hs_instruction *r,
+                     const hs_dot_dims *d)
+{
+    int64_t dims[2 * HS_MAX_RANK];
+    int n = 0;
+    for (int i = 0; i < l->shape.rank; i++)
+        if (!listed(d->lhs_contracting, d->n_lhs_contracting, i))
+            dims[n++] = l->shape.dims[i];
+    for (int i = 0; i < r->shape.rank; i++)
+        if (!listed(d->rhs_contracting, d->n_rhs_contracting, i) &&
+            !listed(d->rhs_batch, d->n_rhs_batch, i))
+            dims[n++] = r->shape.dims[i];
+    return hs_trace_fits(t, g->path, n, dims);
+}
+
 static hs_instruction *trace_dot(hs_trace *t, const hs_graph_op *g,
                                  hs_instruction *l, hs_instruction *r)
 {
@@ -80,6 +106,8 @@ static hs_instruction *trace_dot(hs_trace *t, const hs_graph_op *g,
         d.n_rhs_contracting = g->n_rc;
         memcpy(d.rhs_contracting, g->rc, sizeof g->rc);
     }
+    if (!dot_fits(t, g, l, r, &d))
+        return NULL;
     return hs_b_dot(t->b, l, r, &d);
 }
 
