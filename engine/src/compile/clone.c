@@ -1,0 +1,233 @@
+/* clone.c - a deep copy of a module into a new arena, so that a compile can
+ * rewrite its own copy while the caller keeps the traced module. Names and
+ * ids are preserved. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile/compile_internal.h"
+#include "hloscope/hs_compile.h"
+
+int64_t hs__literal_bytes(const hs_instruction *i)
+{
+    if (!i->literal || i->shape.dtype == HS_TUPLE)
+        return 0;
+    int bits = hs_dtype_bits(i->shape.dtype);
+    if (bits <= 0 || bits % 8 != 0)
+        return 0;
+    return hs_shape_elements(&i->shape) * (bits / 8);
+}
+
+int hs__computation_position(const hs_module *m, const hs_computation *c)
+{
+    if (c && c->id >= 0 && c->id < m->n_comps && m->comps[c->id] == c)
+        return c->id;
+    for (int k = 0; k < m->n_comps; k++)
+        if (m->comps[k] == c)
+            return k;
+    return -1;
+}
+
+int32_t *hs__positions_by_id(const hs_module *m)
+{
+    int n = m->next_id > 0 ? m->next_id : 1;
+    int32_t *pos = malloc(sizeof(int32_t) * (size_t)n);
+    if (!pos)
+        return NULL;
+    for (int k = 0; k < n; k++)
+        pos[k] = -1;
+    for (int c = 0; c < m->n_comps; c++) {
+        const hs_computation *comp = m->comps[c];
+        for (int k = 0; k < comp->n_instrs; k++) {
+            int id = comp->instrs[k]->id;
+            if (id < 0 || id >= n) {
+                free(pos);
+                return NULL;
+            }
+            pos[id] = k;
+        }
+    }
+    return pos;
+}
+
+static const char *dup(hs_arena *a, const char *s)
+{
+    return s ? hs_arena_strdup(a, s) : NULL;
+}
+
+static bool copy_shape(hs_arena *a, hs_shape *dst, const hs_shape *src)
+{
+    *dst = *src;
+    dst->layout_tail = dup(a, src->layout_tail);
+    dst->elems = NULL;
+    if (src->dtype != HS_TUPLE || src->n_elems == 0)
+        return true;
+    dst->elems = hs_arena_alloc(a, sizeof(hs_shape) * (size_t)src->n_elems);
+    if (!dst->elems)
+        return false;
+    for (int k = 0; k < src->n_elems; k++)
+        if (!copy_shape(a, &dst->elems[k], &src->elems[k]))
+            return false;
+    return true;
+}
+
+static void *dup_bytes(hs_arena *a, const void *p, size_t n)
+{
+    if (!p || n == 0)
+        return NULL;
+    void *q = hs_arena_alloc(a, n);
+    if (q)
+        memcpy(q, p, n);
+    return q;
+}
+
+/* Copies every attribute of src into dst (operands and called computations
+ * are set by the caller). Returns false on host OOM. */
+static bool copy_attributes(hs_arena *a, hs_instruction *dst,
+                            const hs_instruction *src)
+{
+    dst->index = src->index;
+    dst->n_dims = src->n_dims;
+    dst->dims = dup_bytes(a, src->dims, sizeof(int64_t) * (size_t)src->n_dims);
+    dst->dot = dup_bytes(a, src->dot, sizeof *src->dot);
+    dst->slice = dup_bytes(a, src->slice, sizeof *src->slice);
+    dst->direction = src->direction;
+    dst->compare_type = dup(a, src->compare_type);
+    dst->custom_call_target = dup(a, src->custom_call_target);
+    dst->fusion_kind = dup(a, src->fusion_kind);
+    dst->literal = dup_bytes(a, src->literal, (size_t)hs__literal_bytes(src));
+    dst->literal_text = dup(a, src->literal_text);
+    dst->op_name = dup(a, src->op_name);
+    dst->op_type = dup(a, src->op_type);
+    dst->metadata_rest = dup(a, src->metadata_rest);
+    dst->frontend_attributes = dup(a, src->frontend_attributes);
+    dst->backend_config = dup(a, src->backend_config);
+    dst->sharding = dup(a, src->sharding);
+    dst->known_trip_count = src->known_trip_count;
+    dst->unknown_opcode = dup(a, src->unknown_opcode);
+    dst->scratch = src->scratch;
+    if (src->n_extra > 0) {
+        dst->extra = hs_arena_alloc(a, sizeof(hs_attr) * (size_t)src->n_extra);
+        if (!dst->extra)
+            return false;
+        for (int k = 0; k < src->n_extra; k++) {
+            dst->extra[k].key = dup(a, src->extra[k].key);
+            dst->extra[k].value = dup(a, src->extra[k].value);
+        }
+        dst->n_extra = src->n_extra;
+    }
+    if ((src->n_dims && !dst->dims) || (src->dot && !dst->dot) ||
+        (src->slice && !dst->slice) ||
+        (hs__literal_bytes(src) && !dst->literal))
+        return false;
+    return true;
+}
+
+static bool clone_computation(hs_module *dst, const hs_module *src,
+                              const hs_computation *sc,
+                              hs_instruction **by_id)
+{
+    hs_arena *a = dst->arena;
+    hs_computation *c = hs_module_add_computation(dst, sc->name, sc->is_entry);
+    if (!c)
+        return false;
+    c->is_fusion = sc->is_fusion;
+    hs_instruction *ops_small[8];
+    for (int k = 0; k < sc->n_instrs; k++) {
+        const hs_instruction *si = sc->instrs[k];
+        hs_shape shape;
+        if (!copy_shape(a, &shape, &si->shape))
+            return false;
+        hs_instruction *i;
+        if (si->opcode == HS_OP_PARAMETER && si->index >= 0 &&
+            si->index < sc->n_params && sc->params[si->index] == si) {
+            i = hs_computation_add_parameter(c, si->index, &shape, si->name);
+        } else {
+            hs_instruction **ops = ops_small;
+            if (si->n_operands > 8) {
+                ops = malloc(sizeof *ops * (size_t)si->n_operands);
+                if (!ops)
+                    return false;
+            }
+            bool ok = true;
+            for (int o = 0; o < si->n_operands; o++) {
+                int id = si->operands[o] ? si->operands[o]->id : -1;
+                ops[o] = id >= 0 && id < src->next_id ? by_id[id] : NULL;
+                ok = ok && ops[o];
+            }
+            /* An operand not defined earlier: the source is malformed. */
+            i = ok ? hs_computation_add(c, si->opcode, &shape, ops,
+                                        si->n_operands, si->name)
+                   : NULL;
+            if (ops != ops_small)
+                free(ops);
+        }
+        if (!i || !copy_attributes(a, i, si))
+            return false;
+        i->id = si->id;
+        by_id[si->id] = i;
+    }
+    if (sc->root && sc->root->id >= 0 && sc->root->id < src->next_id)
+        c->root = by_id[sc->root->id];
+    return true;
+}
+
+/* Called computations can only be resolved once all exist. */
+static bool link_called(hs_module *dst, const hs_module *src)
+{
+    for (int ci = 0; ci < src->n_comps; ci++) {
+        const hs_computation *sc = src->comps[ci];
+        hs_computation *c = dst->comps[ci];
+        for (int k = 0; k < sc->n_instrs; k++) {
+            const hs_instruction *si = sc->instrs[k];
+            if (si->n_called == 0)
+                continue;
+            hs_computation **called =
+                malloc(sizeof *called * (size_t)si->n_called);
+            if (!called)
+                return false;
+            for (int j = 0; j < si->n_called; j++) {
+                int p = hs__computation_position(src, si->called[j]);
+                called[j] = p >= 0 ? dst->comps[p] : NULL;
+            }
+            hs_instruction_set_called(c->instrs[k], called, si->n_called);
+            free(called);
+            if (!c->instrs[k]->called)
+                return false;
+        }
+    }
+    return true;
+}
+
+hs_module *hs_module_clone(const hs_module *src)
+{
+    /* Every operand must be an instruction of src with an id in range,
+     * which hs__positions_by_id checks for the definitions. */
+    int32_t *pos = hs__positions_by_id(src);
+    if (!pos)
+        return NULL;
+    free(pos);
+    int n = src->next_id > 0 ? src->next_id : 1;
+    hs_instruction **by_id = calloc((size_t)n, sizeof *by_id);
+    hs_module *dst = hs_module_new(src->name);
+    if (!by_id || !dst)
+        goto fail;
+    dst->header_attrs = dup(dst->arena, src->header_attrs);
+    for (int ci = 0; ci < src->n_comps; ci++)
+        if (!clone_computation(dst, src, src->comps[ci], by_id))
+            goto fail;
+    if (!link_called(dst, src))
+        goto fail;
+    for (int ci = 0; ci < src->n_comps; ci++)
+        dst->comps[ci]->id = src->comps[ci]->id;
+    if (src->entry) {
+        int p = hs__computation_position(src, src->entry);
+        dst->entry = p >= 0 ? dst->comps[p] : NULL;
+    }
+    dst->next_id = src->next_id;
+    free(by_id);
+    return dst;
+fail:
+    free(by_id);
+    hs_module_free(dst);
+    return NULL;
+}

@@ -1,0 +1,52 @@
+/*
+ * compile_internal.h - pieces shared by the files of engine/src/compile/:
+ * literal sizes and a position index from instructions to their place in
+ * their computation (by id, so that the module can stay const).
+ */
+#ifndef HLOSCOPE_COMPILE_INTERNAL_H
+#define HLOSCOPE_COMPILE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_ir.h"
+
+/* Bytes of i->literal: decoded literals use the element type's natural C
+ * layout, which exists only for byte-sized element types. 0 when the
+ * literal is absent or not decoded. */
+int64_t hs__literal_bytes(const hs_instruction *i);
+
+/* Position of c in m->comps, or -1. c->id is tried first; it equals the
+ * position unless computations were reordered after creation. */
+int hs__computation_position(const hs_module *m, const hs_computation *c);
+
+/* An array indexed by instruction id (0 .. m->next_id-1), malloc'ed; NULL
+ * on host OOM or when some id is out of range. */
+int32_t *hs__positions_by_id(const hs_module *m);
+
+/* A new executable holding one reference; it owns m. NULL on host OOM
+ * (m is then still the caller's). */
+hs_executable *hs__executable_new(hs_module *m, uint64_t fingerprint,
+                                  const hs_compile_report *report);
+
+/* The cache key: what was compiled, for which device, by which pipeline.
+ * The device name and pipeline are hashed into options_hash and also kept
+ * as text, so that a hash collision there cannot give a wrong hit. */
+typedef struct hs__cache_key {
+    uint64_t fingerprint;
+    uint64_t options_hash;
+    char device[64];
+    char pipeline[256];
+    int64_t fold_max_elements;
+} hs__cache_key;
+
+/* A new reference to the executable cached under k, or NULL. */
+hs_executable *hs__cache_lookup(hs_compile_cache *c, const hs__cache_key *k);
+/* Caches e under k (the cache takes its own reference) and returns the
+ * executable now cached under k with one reference for the caller: e
+ * itself, or the one another thread inserted first (e is then released).
+ * Evicts the least recently used entry when full. */
+hs_executable *hs__cache_insert(hs_compile_cache *c, const hs__cache_key *k,
+                                hs_executable *e);
+
+#endif
