@@ -25,7 +25,9 @@ typedef struct cli_args {
 /* The program: a traced model or a parsed HLO module, with its arguments. */
 typedef struct cli_program {
     hs_model *model;      /* JSON input */
-    hs_module *hlo;       /* HLO input */
+    hs_module *hlo;       /* HLO input: the first (or only) module */
+    hs_module **more;     /* HLO input split with '// -----': the rest */
+    int n_more;
     hs_tensor **hlo_args; /* HLO input: generated arguments */
     int n_hlo_args;
     double trace_seconds;
@@ -189,6 +191,9 @@ static void program_free(cli_program *p)
 {
     hs_model_free(p->model);
     hs_module_free(p->hlo);
+    for (int k = 0; k < p->n_more; k++)
+        hs_module_free(p->more[k]);
+    free(p->more);
     if (p->hlo_args)
         for (int k = 0; k < p->n_hlo_args; k++)
             hs_tensor_free(p->hlo_args[k]);
@@ -205,10 +210,32 @@ static int load_program(const cli_args *a, bool shapes_only, cli_program *p,
         char *text = read_file(a->file, &len, e);
         if (!text)
             return -1;
-        p->hlo = hs_hlo_parse(text, len, e);
+        hs_module **mods = NULL;
+        int n = hs_hlo_parse_many(text, len, &mods, e);
         free(text);
-        if (!p->hlo || hs_module_verify(p->hlo, e) != HS_OK)
+        if (n <= 0) {
+            if (n == 0)
+                hs_error_set(e, HS_ERR_PARSE, "no HLO module in the file");
+            free(mods);
             return -1;
+        }
+        p->hlo = mods[0];
+        p->n_more = n - 1;
+        p->more = p->n_more ? malloc(sizeof(hs_module *) * (size_t)p->n_more) : NULL;
+        for (int k = 1; k < n; k++)
+            p->more[k - 1] = mods[k];
+        free(mods);
+        if (hs_module_verify(p->hlo, e) != HS_OK)
+            return -1;
+        for (int k = 0; k < p->n_more; k++)
+            if (hs_module_verify(p->more[k], e) != HS_OK)
+                return -1;
+        if (!shapes_only && p->n_more > 0) {
+            hs_error_set(e, HS_ERR_INVALID,
+                         "the file holds %d modules separated by '// -----'; "
+                         "`run` takes one", n);
+            return -1;
+        }
         if (!shapes_only && make_hlo_args(p, e) != 0)
             return -1;
     } else {
@@ -263,8 +290,13 @@ int hs_cli_compile(int argc, char **argv)
     }
     if (strcmp(a.emit, "json") == 0)
         print_json_summary(&a, &p);
-    else
+    else {
         hs_hlo_fprint(program_module(&p), stdout);
+        for (int k = 0; k < p.n_more; k++) {
+            printf("\n// -----\n\n");
+            hs_hlo_fprint(p.more[k], stdout);
+        }
+    }
     program_free(&p);
     return HS_EXIT_OK;
 }
