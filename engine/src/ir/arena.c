@@ -13,6 +13,8 @@ typedef struct hs_chunk {
     _Alignas(16) unsigned char data[];
 } hs_chunk;
 
+enum { HS_ARENA_MAX_CHUNK = 4 << 20 };
+
 struct hs_arena {
     hs_chunk *head;
     size_t chunk_bytes;
@@ -46,7 +48,11 @@ static hs_chunk *new_chunk(hs_arena *a, size_t need)
     size_t size = a->chunk_bytes;
     if (need > size / 4)
         size = need; /* a large object gets a chunk of its own */
-    hs_chunk *c = malloc(sizeof *c + size);
+    else if (a->chunk_bytes < HS_ARENA_MAX_CHUNK)
+        a->chunk_bytes *= 2; /* geometric growth: few chunks for big modules */
+    /* calloc hands back zeroed memory (fresh pages from the OS for large
+     * chunks), so allocations need no memset of their own. */
+    hs_chunk *c = calloc(1, sizeof *c + size);
     if (!c)
         return NULL;
     c->size = size;
@@ -74,9 +80,8 @@ void *hs_arena_alloc(hs_arena *a, size_t size)
         if (!c)
             return NULL;
     }
-    void *p = c->data + c->used;
+    void *p = c->data + c->used; /* zero: chunks are calloc'ed, never reused */
     c->used += size;
-    memset(p, 0, size);
     return p;
 }
 
