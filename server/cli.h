@@ -2,10 +2,57 @@
 #ifndef HLOSCOPE_CLI_H
 #define HLOSCOPE_CLI_H
 
+#include <stdbool.h>
+
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_model.h"
+
 enum { HS_EXIT_OK = 0, HS_EXIT_RUNTIME = 1, HS_EXIT_USAGE = 2 };
 
 int hs_cli_compile(int argc, char **argv);
 int hs_cli_run(int argc, char **argv);
 int hs_cli_devices(int argc, char **argv);
+
+/* ---- shared by the commands (cli_args.c, cli_program.c) ---- */
+
+typedef struct cli_args {
+    const char *file;
+    const char *emit;     /* compile: "hlo" | "json" */
+    const char *stage;    /* compile: "traced" | "optimized" */
+    const char *loop;     /* NULL keeps the model's */
+    const char *device;   /* NULL keeps the model's */
+    const char *pipeline; /* NULL: the default pipeline */
+    const char *dump;     /* run: directory for .npy files */
+    long long batch;
+    bool metrics;         /* print the metrics report */
+    bool report;          /* print the compilation report */
+} cli_args;
+
+/* Parses options; returns HS_EXIT_OK or HS_EXIT_USAGE (after saying why). */
+int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run);
+
+/* The program: a traced model or parsed HLO module(s), compiled. */
+typedef struct cli_program {
+    hs_model *model;      /* JSON input */
+    hs_module *hlo;       /* HLO input: the first (or only) module */
+    hs_module **more;     /* HLO input split with '// -----': the rest */
+    int n_more;
+    hs_tensor **hlo_args; /* HLO input: generated arguments */
+    int n_hlo_args;
+    hs_metrics *metrics;  /* TraceTime, CompileTime, ExecuteTime, counters */
+    hs_executable *exe;   /* the compiled first module */
+} cli_program;
+
+/* Loads FILE (trace or parse), then compiles it. shapes_only skips weights
+ * and arguments (compile needs none). Returns 0, or -1 with *e set. */
+int cli_program_load(const cli_args *a, bool shapes_only, cli_program *p,
+                     hs_error *e);
+const hs_module *cli_program_traced(const cli_program *p);
+const char *cli_program_device(const cli_args *a, const cli_program *p);
+void cli_program_free(cli_program *p);
+/* Prints "hloscope: FILE: where: message" and returns the exit status for
+ * the error's class. */
+int cli_report_error(const char *file, const hs_error *e);
+double cli_now_seconds(void);
 
 #endif

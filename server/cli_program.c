@@ -1,0 +1,200 @@
+/* cli_program.c - loading FILE (trace a model or parse HLO) and compiling
+ * it, shared by `compile` and `run`. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "hloscope/hs_device.h"
+#include "hloscope/hs_hlo_text.h"
+
+double cli_now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static bool is_hlo_file(const char *path)
+{
+    return ends_with(path, ".hlo") || ends_with(path, ".txt");
+}
+
+int cli_report_error(const char *file, const hs_error *e)
+{
+    char msg[1024];
+    hs_error_format(e, msg, sizeof msg);
+    fprintf(stderr, "hloscope: %s:%s%s\n", file, e->line > 0 ? "" : " ", msg);
+    switch (e->status) {
+    case HS_ERR_PARSE:
+    case HS_ERR_INVALID:
+    case HS_ERR_SHAPE:
+    case HS_ERR_LIMIT:
+    case HS_ERR_IO:
+        return HS_EXIT_USAGE;
+    default:
+        return HS_EXIT_RUNTIME;
+    }
+}
+
+static char *read_file(const char *path, size_t *len, hs_error *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        hs_error_set(e, HS_ERR_IO, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0, got;
+    char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *p = realloc(buf, cap *= 2);
+            if (!p)
+                free(buf);
+            buf = p;
+        }
+    }
+    fclose(f);
+    if (!buf) {
+        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+        return NULL;
+    }
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+/* Arguments for an HLO module's entry parameters: U(-1, 1) from seed 0 and
+ * the parameter's name for f32, zeros for other types. */
+static int make_hlo_args(cli_program *p, hs_error *e)
+{
+    hs_computation *entry = p->hlo->entry;
+    p->n_hlo_args = entry->n_params;
+    p->hlo_args = calloc((size_t)(entry->n_params ? entry->n_params : 1),
+                         sizeof(hs_tensor *));
+    if (!p->hlo_args) {
+        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+        return -1;
+    }
+    for (int k = 0; k < entry->n_params; k++) {
+        const hs_instruction *param = entry->params[k];
+        if (hs_shape_is_tuple(&param->shape)) {
+            hs_error_set(e, HS_ERR_UNSUPPORTED,
+                         "parameter %s has a tuple shape; `run` needs array parameters",
+                         param->name);
+            return -1;
+        }
+        p->hlo_args[k] = hs_tensor_new(&param->shape);
+        if (!p->hlo_args[k]) {
+            hs_error_set(e, HS_ERR_NOMEM, "parameter %s: out of host memory",
+                         param->name);
+            return -1;
+        }
+        if (param->shape.dtype == HS_F32)
+            hs_model_fill_uniform(0, param->name, -1.0f, 1.0f,
+                                  hs_tensor_f32(p->hlo_args[k]),
+                                  hs_tensor_elements(p->hlo_args[k]));
+    }
+    return 0;
+}
+
+static int parse_hlo(const char *file, bool shapes_only, cli_program *p,
+                     hs_error *e)
+{
+    size_t len;
+    char *text = read_file(file, &len, e);
+    if (!text)
+        return -1;
+    hs_module **mods = NULL;
+    int n = hs_hlo_parse_many(text, len, &mods, e);
+    free(text);
+    if (n <= 0) {
+        if (n == 0)
+            hs_error_set(e, HS_ERR_PARSE, "no HLO module in the file");
+        free(mods);
+        return -1;
+    }
+    p->hlo = mods[0];
+    p->n_more = n - 1;
+    p->more = mods; /* mods[0] is p->hlo; the rest follow */
+    for (int k = 0; k < n; k++)
+        if (hs_module_verify(mods[k], e) != HS_OK)
+            return -1;
+    if (!shapes_only && p->n_more > 0) {
+        hs_error_set(e, HS_ERR_INVALID,
+                     "the file holds %d modules separated by '// -----'; "
+                     "`run` takes one", n);
+        return -1;
+    }
+    return shapes_only ? 0 : make_hlo_args(p, e);
+}
+
+const char *cli_program_device(const cli_args *a, const cli_program *p)
+{
+    if (a->device)
+        return a->device;
+    return p->model ? p->model->device : hs_device_default_name();
+}
+
+int cli_program_load(const cli_args *a, bool shapes_only, cli_program *p,
+                     hs_error *e)
+{
+    memset(p, 0, sizeof *p);
+    p->metrics = hs_metrics_new();
+    if (!p->metrics) {
+        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+        return -1;
+    }
+    int64_t t0 = hs_now_ns();
+    if (is_hlo_file(a->file)) {
+        if (parse_hlo(a->file, shapes_only, p, e) != 0)
+            return -1;
+    } else {
+        hs_model_options o = {.loop = a->loop, .device = a->device,
+                              .batch = a->batch, .shapes_only = shapes_only};
+        p->model = hs_model_load_file(a->file, &o, e);
+        if (!p->model)
+            return -1;
+    }
+    hs_metrics_record_time(p->metrics, HS_METRIC_TRACE_TIME, hs_now_ns() - t0);
+
+    hs_compile_options co;
+    hs_compile_options_init(&co);
+    co.device = cli_program_device(a, p);
+    co.pipeline = a->pipeline;
+    return hs_compile(cli_program_traced(p), &co, NULL, p->metrics, &p->exe, e) ==
+                   HS_OK
+               ? 0
+               : -1;
+}
+
+const hs_module *cli_program_traced(const cli_program *p)
+{
+    return p->model ? p->model->module : p->hlo;
+}
+
+void cli_program_free(cli_program *p)
+{
+    hs_executable_release(p->exe);
+    hs_model_free(p->model);
+    if (p->more)
+        for (int k = 0; k <= p->n_more; k++)
+            hs_module_free(p->more[k]);
+    else
+        hs_module_free(p->hlo);
+    free(p->more);
+    if (p->hlo_args)
+        for (int k = 0; k < p->n_hlo_args; k++)
+            hs_tensor_free(p->hlo_args[k]);
+    free(p->hlo_args);
+    hs_metrics_free(p->metrics);
+}
