@@ -1,0 +1,172 @@
+/* bench_execute - execution on the emulated device side by side with
+ * PyTorch eager on the same machine, thread count, weights and input, in one
+ * run. Reports median wall time of the forward pass and the ratio.
+ *
+ *     build/bench/bench_execute [iters] [threads]
+ *
+ * Needs /usr/bin/python3 with torch (Debian's python3-torch); without it
+ * the PyTorch columns say "n/a".
+ */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_device.h"
+#include "hloscope/hs_model.h"
+#include "hloscope/hs_npy.h"
+#include "hloscope/hs_passes.h"
+
+typedef struct bench_case {
+    const char *label;
+    const char *file; /* relative to the source tree */
+    int64_t batch;    /* 0 keeps the model's */
+    const char *loop;
+} bench_case;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void die(const char *what, const hs_error *e)
+{
+    char msg[1024];
+    hs_error_format(e, msg, sizeof msg);
+    fprintf(stderr, "bench_execute: %s: %s\n", what, msg);
+    exit(1);
+}
+
+/* Writes input, params and hloscope's output for torch_eager.py. */
+static void dump(const char *dir, const hs_model *m, const hs_tensor *out)
+{
+    hs_error e;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/params", dir);
+    if (hs_mkdirs(path, &e) != HS_OK)
+        die(path, &e);
+    snprintf(path, sizeof path, "%s/input.npy", dir);
+    if (hs_npy_write(path, m->input, &e) != HS_OK)
+        die(path, &e);
+    snprintf(path, sizeof path, "%s/output.npy", dir);
+    if (hs_npy_write(path, out, &e) != HS_OK)
+        die(path, &e);
+    for (int k = 0; k < m->n_params; k++) {
+        snprintf(path, sizeof path, "%s/params/%s.npy", dir, m->params[k].name);
+        if (hs_npy_write(path, m->params[k].value, &e) != HS_OK)
+            die(path, &e);
+    }
+}
+
+static double time_hloscope(const hs_model *m, const hs_module *exe_module,
+                            const hs_device_spec *spec, int iters,
+                            hs_tensor **first_out)
+{
+    hs_tensor **args = malloc(sizeof(hs_tensor *) * (size_t)(m->n_params + 1));
+    int n_args = hs_model_args(m, args, m->n_params + 1);
+    double *t = malloc(sizeof(double) * (size_t)iters);
+    for (int r = -2; r < iters; r++) {
+        hs_tensor **outs = NULL;
+        int n_outs = 0;
+        hs_run_stats st;
+        hs_error e;
+        int64_t t0 = hs_now_ns();
+        if (hs_device_run(exe_module, spec, args, n_args, &outs, &n_outs, &st,
+                          &e) != HS_OK)
+            die("run", &e);
+        int64_t dt = hs_now_ns() - t0;
+        if (r >= 0)
+            t[r] = (double)dt * 1e-9;
+        if (r == -2 && first_out) {
+            *first_out = outs[0];
+            outs[0] = NULL;
+        }
+        hs_tensors_free(outs, n_outs);
+    }
+    qsort(t, (size_t)iters, sizeof *t, cmp_double);
+    double median = t[iters / 2];
+    free(t);
+    free(args);
+    return median;
+}
+
+int main(int argc, char **argv)
+{
+    int iters = argc > 1 ? atoi(argv[1]) : 20;
+    int threads = argc > 2 ? atoi(argv[2]) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (iters < 1)
+        iters = 1;
+    openblas_set_num_threads(threads);
+    const bench_case cases[] = {
+        {"seed_64_linear b=1", "examples/seed_64_linear.json", 1, "unrolled"},
+        {"seed_64_linear b=8", "examples/seed_64_linear.json", 8, "unrolled"},
+        {"decoder_50x256", "examples/decoder_50x256.json", 0, "unrolled"},
+    };
+    const hs_device_spec *spec = hs_device_find("tpu-v5p");
+    printf("# forward pass, median of %d, %d threads (hloscope: OpenBLAS; PyTorch: torch.set_num_threads,\n"
+           "# best of OPENBLAS_NUM_THREADS=1 and =%d), same weights and input\n",
+           iters, threads, threads);
+    printf("%-22s %14s %14s %10s %14s\n", "case", "hloscope ms", "pytorch ms",
+           "ratio", "max rel err");
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char file[4096];
+        snprintf(file, sizeof file, "%s/%s", HS_SOURCE_DIR, cases[c].file);
+        hs_model_options o = {.batch = cases[c].batch, .loop = cases[c].loop};
+        hs_error e;
+        hs_model *m = hs_model_load_file(file, &o, &e);
+        if (!m)
+            die(file, &e);
+        hs_compile_options co;
+        hs_compile_options_init(&co);
+        hs_executable *exe = NULL;
+        if (hs_compile(m->module, &co, NULL, NULL, &exe, &e) != HS_OK)
+            die("compile", &e);
+        hs_tensor *out = NULL;
+        double ours = time_hloscope(m, hs_executable_module(exe), spec, iters, &out);
+
+        char dir[] = "/tmp/hs_bench_XXXXXX";
+        double theirs = -1, err = -1;
+        if (mkdtemp(dir)) {
+            dump(dir, m, out);
+            /* torch's OpenMP threads and OpenBLAS's own threads
+             * oversubscribe the cores; PyTorch gets the faster of the two
+             * OpenBLAS settings. */
+            int blas_threads[2] = {1, threads};
+            for (int k = 0; k < (threads > 1 ? 2 : 1); k++) {
+                char cmd[8192];
+                snprintf(cmd, sizeof cmd,
+                         "OPENBLAS_NUM_THREADS=%d /usr/bin/python3 %s/bench/torch_eager.py "
+                         "%s %s %d %d 2>/dev/null",
+                         blas_threads[k], HS_SOURCE_DIR, file, dir, iters, threads);
+                double t = -1, e2 = -1;
+                FILE *p = popen(cmd, "r");
+                if (p) {
+                    if (fscanf(p, "%lf %lf", &t, &e2) != 2)
+                        t = -1;
+                    pclose(p);
+                }
+                if (t > 0 && (theirs < 0 || t < theirs)) {
+                    theirs = t;
+                    err = e2;
+                }
+            }
+            char rm[4200];
+            snprintf(rm, sizeof rm, "rm -rf %s", dir);
+            if (system(rm) != 0)
+                fprintf(stderr, "bench_execute: could not remove %s\n", dir);
+        }
+        if (theirs > 0)
+            printf("%-22s %14.3f %14.3f %10.2f %14.2g\n", cases[c].label, ours * 1e3,
+                   theirs * 1e3, ours / theirs, err);
+        else
+            printf("%-22s %14.3f %14s %10s %14s\n", cases[c].label, ours * 1e3, "n/a",
+                   "n/a", "n/a");
+        hs_tensor_free(out);
+        hs_executable_release(exe);
+        hs_model_free(m);
+    }
+    return 0;
+}
