@@ -99,11 +99,12 @@ int main(int argc, char **argv)
         print_error(vector_path, &err);
         goto out;
     }
+    /* 1 + n_params entry arguments unrolled; fewer when a scanned repeat
+     * feeds stacked weights, never more. */
     args = calloc((size_t)m->n_params + 1, sizeof *args);
     int n_args = args ? hs_model_args(m, args, m->n_params + 1) : -1;
-    if (n_args != m->n_params + 1) {
-        fprintf(stderr, "check_vector: hs_model_args returned %d, expected %d\n",
-                n_args, m->n_params + 1);
+    if (n_args < 1) {
+        fprintf(stderr, "check_vector: hs_model_args returned %d\n", n_args);
         goto out;
     }
     hs_run_stats st;
