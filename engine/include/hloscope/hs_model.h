@@ -11,7 +11,9 @@
  *     hs_model *m = hs_model_load_file("examples/mlp.json", NULL, &err);
  *     if (!m) { char msg[1024]; hs_error_format(&err, msg, sizeof msg); ... }
  *     // m->module: ENTRY parameters 0 = x, 1..n = m->params in state_dict
- *     // order, ROOT = the output.
+ *     // order (with "loop": "scan", a repeat's parameters are stacked:
+ *     // one [L, ...] entry parameter per name, see hs_model_stack),
+ *     // ROOT = the output.
  *     hs_tensor *args[256];
  *     int n = hs_model_args(m, args, 256);   // x, then every parameter
  *     hs_model_free(m);
@@ -62,7 +64,10 @@ typedef struct hs_model_limits {
 } hs_model_limits;
 
 typedef struct hs_model_options {
-    const char *loop;   /* "unrolled" | "scan"; NULL keeps the JSON's */
+    const char *loop;   /* "unrolled" | "scan"; NULL keeps the JSON's.
+                           "scan" traces every top-level repeat of 2 or
+                           more copies once, as a while loop over stacked
+                           weights (docs/SCAN.md) */
     const char *device; /* device name; NULL keeps the JSON's */
     int64_t batch;      /* > 0 replaces input.shape[0]; 0 keeps it */
     hs_model_limits limits;
@@ -108,12 +113,35 @@ typedef enum hs_init_kind {
 typedef struct hs_model_param {
     const char *name; /* PyTorch state_dict name: "layers.2.attn.q_proj.weight" */
     hs_shape shape;   /* f32 */
-    int64_t number;   /* entry parameter number (1..n; 0 is the input) */
+    /* The entry parameter that holds it (1..n_args-1; 0 is the input):
+     * this parameter itself when slice is -1, else the stacked parameter
+     * m->stacks[stack], whose slice `slice` along the leading axis it is. */
+    int64_t number;
+    int64_t slice;    /* -1, or the index of the layer within its stack */
+    int stack;        /* index into m->stacks, or -1 */
     hs_init_kind init_kind;
     float bound;      /* HS_INIT_UNIFORM: 1/sqrt(fan_in) */
-    hs_tensor *value; /* initial values; NULL when shapes_only */
+    /* Initial values; NULL when shapes_only. For a parameter of a stack,
+     * a view of its slice of the stack's tensor (the values exist once;
+     * writing through either is seen by both; the data is only 4-byte
+     * aligned). Either way the model owns it. */
+    hs_tensor *value;
     float *init;      /* = hs_tensor_f32(value), or NULL */
 } hs_model_param;
+
+/* A stacked entry parameter of a scanned repeat (loop "scan"): one per
+ * per-layer parameter name of the repeated block, shape [L, ...]. Slice k
+ * holds the values of "layers.<first_layer + k>.<local>"; the per-layer
+ * parameters keep their names and values in m->params (see docs/SCAN.md). */
+typedef struct hs_model_stack {
+    const char *name;    /* entry parameter name: "layers.0-49.attn.q_proj.weight" */
+    const char *local;   /* name within the layer: "attn.q_proj.weight" */
+    int64_t number;      /* entry parameter number */
+    int64_t first_layer; /* layer of slice 0 */
+    hs_shape shape;      /* f32 [L, ...the per-layer shape] */
+    hs_tensor *value;    /* owned (its slices are the per-layer values);
+                            NULL when shapes_only */
+} hs_model_stack;
 
 typedef struct hs_model_desc hs_model_desc; /* the validated block tree */
 
@@ -131,8 +159,14 @@ typedef struct hs_model {
 
     hs_module *module; /* the traced forward pass (owned) */
     int n_params;
-    hs_model_param *params; /* state_dict order = entry parameters 1..n */
+    hs_model_param *params; /* state_dict order (= entry parameters 1..n
+                               when nothing is scanned) */
     int64_t param_elements; /* sum of all parameter elements */
+    /* Entry parameters, the input included: 1 + n_params unrolled; fewer
+     * when scanned repeats feed stacked parameters. */
+    int n_args;
+    int n_stacks;
+    hs_model_stack *stacks; /* entry parameters of scanned repeats */
 
     hs_tensor *input;  /* x ~ U(-1, 1), stream "input"; NULL if shapes_only */
     /* train only (else NULL): mse: f32 of output_shape, zeros or U(-1,1)
@@ -157,9 +191,11 @@ hs_model *hs_model_load_file(const char *path, const hs_model_options *opts,
 void hs_model_free(hs_model *m);
 
 /* Fills args[0..] with the entry arguments in parameter order (input, then
- * every parameter's value); returns how many there are (1 + n_params), or
- * -1 when shapes_only was set or cap is too small. The tensors still belong
- * to the model. */
+ * each entry parameter's value: a parameter's own tensor, or for a scanned
+ * repeat the stacked tensor); returns how many there are (m->n_args, which
+ * is 1 + n_params when nothing is scanned and never more), or -1 when
+ * shapes_only was set or cap is too small. The tensors still belong to the
+ * model. Reads only: safe to call from several threads. */
 int hs_model_args(const hs_model *m, hs_tensor **args, int cap);
 
 /* Index of the parameter with that state_dict name, or -1. */

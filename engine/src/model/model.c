@@ -30,28 +30,28 @@ hs_model_limits hs_model_limits_resolve(const hs_model_limits *in)
 
 /* ---- the entry parameter source ---------------------------------------- */
 
-/* Every parameter a block asks for becomes the next entry parameter. */
+/* Every parameter an unrolled layer asks for becomes the next entry
+ * parameter. (Scanned repeats add stacked ones to the same records, see
+ * trace_scan.c.) */
 typedef struct entry_source {
     hs_param_source base;
-    hs_param_list list;
-    hs_arena *arena;
-    int64_t next;
+    hs_entry_params ep;
 } entry_source;
 
 static hs_instruction *entry_get(hs_param_source *self, hs_builder *b,
                                  const char *name, const hs_shape *shape,
                                  hs_init_kind kind, float bound)
 {
-    entry_source *s = (entry_source *)self;
-    hs_instruction *p = hs_b_parameter(b, s->next, shape, name);
+    hs_entry_params *ep = &((entry_source *)self)->ep;
+    hs_instruction *p = hs_b_parameter(b, ep->next, shape, name);
     if (!p)
         return NULL;
-    if (!hs_param_list_add(&s->list, s->arena, name, shape, s->next, kind,
+    if (!hs_param_list_add(&ep->list, ep->arena, name, shape, ep->next, kind,
                            bound)) {
         hs_builder_fail(b, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
-    s->next++;
+    ep->next++;
     return p;
 }
 
@@ -87,13 +87,25 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
     hs_builder *b = hs_builder_new(m->module, "main", true);
     if (!b)
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
-    entry_source src = {.base = {entry_get}, .arena = m->arena, .next = 1};
+    entry_source src = {.base = {entry_get},
+                        .ep = {.arena = m->arena, .next = 1}};
     hs_trace t;
     hs_trace_init(&t, b, &src.base);
     t.max_elements = max_elements;
     hs_instruction *x = hs_b_parameter(b, 0, &d->input_shape, "x");
-    for (int k = 0; k < d->n_layers && x; k++)
-        x = hs_trace_layer(&t, d->layers[k], k, x);
+    for (int k = 0; k < d->n_layers && x;) {
+        /* The copies of one repeat share their block, and separate entries
+         * never do, so a run of equal pointers is exactly one repeat. */
+        int run = 1;
+        while (k + run < d->n_layers && d->layers[k + run] == d->layers[k])
+            run++;
+        if (d->loop == HS_LOOP_SCAN && run >= 2)
+            x = hs_trace_scanned(&t, &src.ep, d->layers[k], k, run, x);
+        else
+            for (int r = 0; r < run && x; r++)
+                x = hs_trace_layer(&t, d->layers[k + r], k + r, x);
+        k += run;
+    }
     if (!x && hs_builder_ok(b))
         hs_builder_fail(b, HS_ERR_INVALID, "the model produced no output");
 
@@ -106,16 +118,24 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
             if (!err->path[0])
                 snprintf(err->path, sizeof err->path, "%s", t.fail_path);
         }
-        hs_param_list_free(&src.list);
+        hs_entry_params_free(&src.ep);
         return false;
     }
-    m->n_params = src.list.n;
+    const hs_param_list *l = &src.ep.list;
+    m->n_params = l->n;
     m->params = hs_arena_alloc(m->arena,
-                               (size_t)(src.list.n + 1) * sizeof *m->params);
-    if (m->params && src.list.n)
-        memcpy(m->params, src.list.v, (size_t)src.list.n * sizeof *m->params);
-    hs_param_list_free(&src.list);
-    if (!m->params)
+                               (size_t)(l->n + 1) * sizeof *m->params);
+    if (m->params && l->n)
+        memcpy(m->params, l->v, (size_t)l->n * sizeof *m->params);
+    m->n_stacks = src.ep.n_stacks;
+    m->stacks = hs_arena_alloc(m->arena,
+                               (size_t)(m->n_stacks + 1) * sizeof *m->stacks);
+    if (m->stacks && m->n_stacks)
+        memcpy(m->stacks, src.ep.stacks,
+               (size_t)m->n_stacks * sizeof *m->stacks);
+    m->n_args = (int)src.ep.next;
+    hs_entry_params_free(&src.ep);
+    if (!m->params || !m->stacks)
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     for (int i = 0; i < m->n_params; i++)
         m->param_elements += hs_shape_elements(&m->params[i].shape);
@@ -199,7 +219,8 @@ static hs_tensor *draw_target(const hs_model *m)
 static bool draw_data(hs_model *m, hs_error *err)
 {
     m->input = hs_tensor_new(&m->input_shape);
-    if (!m->input || !hs_params_materialize(m->seed, m->params, m->n_params))
+    if (!m->input || !hs_stacks_materialize(m->stacks, m->n_stacks) ||
+        !hs_params_materialize(m->seed, m->params, m->n_params, m->stacks))
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     hs_model_fill_uniform(m->seed, "input", -1, 1, hs_tensor_f32(m->input),
                           hs_shape_elements(&m->input_shape));
@@ -298,8 +319,9 @@ void hs_model_free(hs_model *m)
 {
     if (!m)
         return;
-    for (int i = 0; i < m->n_params; i++)
-        hs_tensor_free(m->params[i].value);
+    hs_params_release(m->params, m->n_params);
+    for (int i = 0; i < m->n_stacks; i++)
+        hs_tensor_free(m->stacks[i].value);
     hs_tensor_free(m->input);
     hs_tensor_free(m->target);
     hs_module_free(m->module);
@@ -309,13 +331,17 @@ void hs_model_free(hs_model *m)
 
 int hs_model_args(const hs_model *m, hs_tensor **args, int cap)
 {
-    if (!m->input || cap < 1 + m->n_params)
+    if (!m->input || cap < m->n_args)
         return -1;
     args[0] = m->input;
     for (int i = 0; i < m->n_params; i++)
-        args[1 + i] = m->params[i].value;
-    return 1 + m->n_params;
+        if (m->params[i].stack < 0)
+            args[m->params[i].number] = m->params[i].value;
+    for (int s = 0; s < m->n_stacks; s++)
+        args[m->stacks[s].number] = m->stacks[s].value;
+    return m->n_args;
 }
+
 
 int hs_model_find_param(const hs_model *m, const char *name)
 {

@@ -97,20 +97,96 @@ bool hs_param_list_add(hs_param_list *l, hs_arena *a, const char *name,
         return false;
     p->shape = *shape;
     p->number = number;
+    p->slice = -1;
+    p->stack = -1;
     p->init_kind = kind;
     p->bound = bound;
     l->n++;
     return true;
 }
 
-bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n)
+/* A parameter held by a stack is a view of its slice: a tensor header of
+ * its own whose data points into the stack's tensor, so the values exist
+ * once and a change through either name is seen through the other. */
+static hs_tensor *slice_view(const hs_model_param *p,
+                             const hs_model_stack *stacks)
+{
+    const hs_tensor *st = stacks[p->stack].value;
+    hs_tensor *t = st ? calloc(1, sizeof *t) : NULL;
+    if (!t)
+        return NULL;
+    t->shape = p->shape;
+    t->shape.elems = NULL;
+    t->shape.layout_tail = NULL;
+    t->data = (char *)st->data + (size_t)p->slice *
+                                     (size_t)hs_shape_bytes(&p->shape);
+    return t;
+}
+
+bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n,
+                           const hs_model_stack *stacks)
 {
     for (int i = 0; i < n; i++) {
-        ps[i].value = hs_tensor_new(&ps[i].shape);
+        ps[i].value = ps[i].stack >= 0 ? slice_view(&ps[i], stacks)
+                                       : hs_tensor_new(&ps[i].shape);
         if (!ps[i].value)
             return false;
         ps[i].init = hs_tensor_f32(ps[i].value);
         hs_model_fill_param(seed, &ps[i], ps[i].init);
     }
+    return true;
+}
+
+void hs_params_release(hs_model_param *ps, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (ps[i].stack >= 0)
+            free(ps[i].value); /* a view: the stack owns the data */
+        else
+            hs_tensor_free(ps[i].value);
+        ps[i].value = NULL;
+        ps[i].init = NULL;
+    }
+}
+
+/* ---- stacked parameters of scanned repeats -------------------------------- */
+
+void hs_entry_params_free(hs_entry_params *e)
+{
+    hs_param_list_free(&e->list);
+    free(e->stacks);
+    e->stacks = NULL;
+    e->n_stacks = e->cap_stacks = 0;
+}
+
+int hs_entry_params_add_stack(hs_entry_params *e, const char *name,
+                              const char *local, int64_t number,
+                              int64_t first_layer, const hs_shape *shape)
+{
+    if (e->n_stacks == e->cap_stacks) {
+        int cap = e->cap_stacks ? e->cap_stacks * 2 : 8;
+        hs_model_stack *v = realloc(e->stacks, (size_t)cap * sizeof *v);
+        if (!v)
+            return -1;
+        e->stacks = v;
+        e->cap_stacks = cap;
+    }
+    hs_model_stack *s = &e->stacks[e->n_stacks];
+    memset(s, 0, sizeof *s);
+    s->name = hs_arena_strdup(e->arena, name);
+    s->local = hs_arena_strdup(e->arena, local);
+    if (!s->name || !s->local)
+        return -1;
+    s->number = number;
+    s->first_layer = first_layer;
+    s->shape = *shape;
+    return e->n_stacks++;
+}
+
+bool hs_stacks_materialize(hs_model_stack *stacks, int n_stacks)
+{
+    for (int s = 0; s < n_stacks; s++)
+        if (!(stacks[s].value = hs_tensor_new(&stacks[s].shape)))
+            return false;
     return true;
 }

@@ -351,6 +351,12 @@ hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk, int64_t k,
 {
     char layer[32];
     snprintf(layer, sizeof layer, "layers.%lld", (long long)k);
+    return hs_trace_layer_named(t, blk, layer, x);
+}
+
+hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
+                                     const char *layer, hs_instruction *x)
+{
     hs_builder_push_scope(t->b, layer);
     size_t mark = push_prefix(t, layer);
     hs_instruction *y = hs_trace_block(t, blk, NULL, x);

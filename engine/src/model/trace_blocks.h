@@ -40,6 +40,20 @@ void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
 /* Traces layer k: scope "layers.k", parameters "layers.k.<name>". */
 hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk, int64_t k,
                                hs_instruction *x);
+/* The same under another layer name: scope `layer`, parameters
+ * "<layer>.<name>" (a scan body traces "layers.*"). */
+hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
+                                     const char *layer, hs_instruction *x);
+
+/* Traces layers first .. first+count-1, `count` copies of blk from one
+ * repeat, as one scan over stacked weights (trace_scan.c): probes the
+ * layer's parameters, checks that every copy has the same ones, creates
+ * one stacked entry parameter per name in ep (and records the per-layer
+ * parameters with their slices), and lowers through hs_scan_layers. */
+struct hs_entry_params;
+hs_instruction *hs_trace_scanned(hs_trace *t, struct hs_entry_params *ep,
+                                 const hs_block *blk, int64_t first,
+                                 int64_t count, hs_instruction *x);
 
 /* Traces a block inside the current module. sub names the submodule
  * ("attn", "0"): it extends the parameter prefix and the scope; NULL

@@ -1,0 +1,291 @@
+/* trace_scan.c - a repeat traced as one scan ("loop": "scan").
+ *
+ * The copies of a repeated block are layers first .. first+L-1. Their
+ * parameters are learnt by tracing the block once into a throwaway module
+ * (a probe), and a second time when the first copy changes the shape of x
+ * (then the copies differ and scan_layers says how). Each per-layer name
+ * gets one stacked entry parameter "layers.<first>-<last>.<local>" of shape
+ * [L, ...]; the per-layer parameters stay in the model's list with their
+ * state_dict names, drawn from the same seeds, and record the slice that
+ * holds them (host-side stacking, docs/SCAN.md). The body is traced once
+ * under the layer name "layers.*" with a parameter source that hands out
+ * the scan's per-step slices. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hloscope/hs_scan.h"
+#include "model/params.h"
+#include "model/trace_blocks.h"
+
+/* ---- the probe -------------------------------------------------------------- */
+
+/* Records every parameter a layer asks for (as an entry parameter of the
+ * probe module, which is then thrown away). */
+typedef struct probe_source {
+    hs_param_source base;
+    hs_param_list list;
+    hs_arena *arena;
+    int64_t next;
+} probe_source;
+
+static hs_instruction *probe_get(hs_param_source *self, hs_builder *b,
+                                 const char *name, const hs_shape *shape,
+                                 hs_init_kind kind, float bound)
+{
+    probe_source *s = (probe_source *)self;
+    if (!hs_param_list_add(&s->list, s->arena, name, shape, s->next, kind,
+                           bound)) {
+        hs_builder_fail(b, HS_ERR_NOMEM, "out of host memory");
+        return NULL;
+    }
+    return hs_b_parameter(b, s->next++, shape, name);
+}
+
+/* One copy's parameters (names relative to the layer) and output shape. */
+typedef struct probe {
+    int n;
+    hs_layer_param *params; /* in the scan's arena */
+    hs_init_kind *kinds;
+    float *bounds;
+    hs_shape out;
+} probe;
+
+/* Traces layer k of blk on an input of shape in into a scratch module.
+ * On failure the error goes to t (with the path the probe found). */
+static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
+                        int64_t k, const hs_shape *in, probe *out)
+{
+    hs_module *m = hs_module_new("probe");
+    hs_builder *b = m ? hs_builder_new(m, "main", true) : NULL;
+    if (!b) {
+        hs_module_free(m);
+        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        return false;
+    }
+    probe_source src = {.base = {probe_get}, .arena = a, .next = 1};
+    hs_trace pt;
+    hs_trace_init(&pt, b, &src.base);
+    pt.max_elements = t->max_elements;
+    hs_instruction *y = hs_trace_layer(&pt, blk, k, hs_b_parameter(b, 0, in, "x"));
+    bool ok = y && hs_builder_ok(b);
+    if (!ok) {
+        const hs_error *e = hs_builder_error(b);
+        hs_trace_fail(t, pt.fail_path[0] ? pt.fail_path : blk->path,
+                      e->status ? e->status : HS_ERR_INVALID, "%s",
+                      e->message[0] ? e->message : "the layer produced no "
+                                                   "output");
+    } else {
+        char prefix[48];
+        int plen = snprintf(prefix, sizeof prefix, "layers.%lld.",
+                            (long long)k);
+        out->n = src.list.n;
+        out->out = y->shape;
+        out->params = hs_arena_alloc(a, sizeof *out->params *
+                                            (size_t)(out->n + 1));
+        out->kinds = hs_arena_alloc(a, sizeof *out->kinds *
+                                           (size_t)(out->n + 1));
+        out->bounds = hs_arena_alloc(a, sizeof *out->bounds *
+                                            (size_t)(out->n + 1));
+        ok = out->params && out->kinds && out->bounds;
+        for (int j = 0; ok && j < out->n; j++) {
+            const hs_model_param *p = &src.list.v[j];
+            out->params[j].name = p->name + plen; /* lives in a */
+            out->params[j].shape = p->shape;
+            out->kinds[j] = p->init_kind;
+            out->bounds[j] = p->bound;
+        }
+        if (!ok)
+            hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+    }
+    hs_param_list_free(&src.list);
+    hs_builder_free(b);
+    hs_module_free(m);
+    return ok;
+}
+
+/* ---- the body's parameter source ---------------------------------------------- */
+
+/* The j-th parameter the body asks for is the scan's j-th slice; the names
+ * are checked against the probe so that a mismatch cannot go unnoticed. */
+typedef struct slice_source {
+    hs_param_source base;
+    const probe *pr;
+    hs_instruction *const *slices;
+    int n, next;
+    size_t prefix_len; /* strlen("layers.*.") */
+} slice_source;
+
+static hs_instruction *slice_get(hs_param_source *self, hs_builder *b,
+                                 const char *name, const hs_shape *shape,
+                                 hs_init_kind kind, float bound)
+{
+    (void)kind;
+    (void)bound;
+    slice_source *s = (slice_source *)self;
+    int j = s->next++;
+    const char *local = strlen(name) > s->prefix_len ? name + s->prefix_len
+                                                     : name;
+    if (j >= s->n || strcmp(local, s->pr->params[j].name) != 0 ||
+        !hs_shape_compatible(shape, &s->pr->params[j].shape)) {
+        hs_builder_fail(b, HS_ERR_INVALID,
+                        "scan body asked for parameter %d '%s', but the "
+                        "layer had %s",
+                        j, local,
+                        j < s->n ? s->pr->params[j].name : "fewer");
+        return NULL;
+    }
+    return s->slices[j];
+}
+
+typedef struct body_ctx {
+    hs_trace *outer;
+    const hs_block *blk;
+    const probe *pr;
+} body_ctx;
+
+static hs_instruction *trace_body(hs_builder *body, hs_instruction *x,
+                                  hs_instruction *const *params, int n,
+                                  void *user)
+{
+    body_ctx *c = user;
+    slice_source src = {.base = {slice_get}, .pr = c->pr, .slices = params,
+                        .n = n, .prefix_len = strlen("layers.*.")};
+    hs_trace bt;
+    hs_trace_init(&bt, body, &src.base);
+    bt.max_elements = c->outer->max_elements;
+    hs_instruction *y = hs_trace_layer_named(&bt, c->blk, "layers.*", x);
+    if (!y && bt.fail_path[0] && !c->outer->fail_path[0])
+        snprintf(c->outer->fail_path, sizeof c->outer->fail_path, "%s",
+                 bt.fail_path);
+    if (y && src.next != n)
+        hs_builder_fail(body, HS_ERR_INVALID,
+                        "scan body used %d of the layer's %d parameters",
+                        src.next, n);
+    return y;
+}
+
+/* ---- stacked entry parameters ----------------------------------------------- */
+
+/* Creates one [L, ...] entry parameter per probed name and records the
+ * per-layer parameters (state_dict order: layer by layer) with their
+ * slices. Returns the stacked instructions, or NULL. */
+static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
+                                     const hs_block *blk, const probe *pr,
+                                     int64_t first, int64_t count)
+{
+    int n = pr->n;
+    hs_instruction **stacked = calloc((size_t)(n ? n : 1), sizeof *stacked);
+    int *stack_index = calloc((size_t)(n ? n : 1), sizeof *stack_index);
+    if (!stacked || !stack_index) {
+        free(stacked);
+        free(stack_index);
+        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        return NULL;
+    }
+    hs_builder_push_scope(t->b, "layers/scan");
+    for (int j = 0; j < n && hs_builder_ok(t->b); j++) {
+        const hs_shape *ps = &pr->params[j].shape;
+        int64_t dims[HS_MAX_RANK];
+        if (ps->rank + 1 > HS_MAX_RANK) {
+            hs_trace_fail(t, blk->path, HS_ERR_SHAPE,
+                          "cannot scan: parameter '%s' has rank %d and "
+                          "stacking adds one",
+                          pr->params[j].name, ps->rank);
+            break;
+        }
+        dims[0] = count;
+        memcpy(dims + 1, ps->dims, sizeof dims[0] * (size_t)ps->rank);
+        if (!hs_trace_fits(t, blk->path, ps->rank + 1, dims))
+            break;
+        hs_shape ss = hs_shape_make(ps->dtype, ps->rank + 1, dims);
+        char name[320];
+        snprintf(name, sizeof name, "layers.%lld-%lld.%s", (long long)first,
+                 (long long)(first + count - 1), pr->params[j].name);
+        stacked[j] = hs_b_parameter(t->b, ep->next, &ss, name);
+        stack_index[j] = hs_entry_params_add_stack(
+            ep, name, pr->params[j].name, ep->next, first, &ss);
+        ep->next++;
+        if (stack_index[j] < 0)
+            hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+    }
+    hs_builder_pop_scope(t->b);
+    for (int64_t r = 0; r < count && hs_builder_ok(t->b); r++)
+        for (int j = 0; j < n; j++) {
+            char name[320];
+            snprintf(name, sizeof name, "layers.%lld.%s",
+                     (long long)(first + r), pr->params[j].name);
+            hs_param_list *l = &ep->list;
+            if (!hs_param_list_add(l, ep->arena, name, &pr->params[j].shape,
+                                   stacked[j]->index, pr->kinds[j],
+                                   pr->bounds[j])) {
+                hs_trace_fail(t, blk->path, HS_ERR_NOMEM,
+                              "out of host memory");
+                break;
+            }
+            l->v[l->n - 1].slice = r;
+            l->v[l->n - 1].stack = stack_index[j];
+        }
+    free(stack_index);
+    if (!hs_builder_ok(t->b)) {
+        free(stacked);
+        return NULL;
+    }
+    return stacked;
+}
+
+/* ---- the scan ------------------------------------------------------------------ */
+
+hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
+                                 const hs_block *blk, int64_t first,
+                                 int64_t count, hs_instruction *x)
+{
+    if (!x || !hs_builder_ok(t->b))
+        return NULL;
+    hs_arena *a = hs_arena_new(0);
+    hs_layer *layers = calloc((size_t)count, sizeof *layers);
+    if (!a || !layers) {
+        hs_arena_free(a);
+        free(layers);
+        return hs_trace_fail(t, blk->path, HS_ERR_NOMEM,
+                             "out of host memory");
+    }
+    /* Copies see the same input shape, and so ask for the same parameters,
+     * as long as the block keeps the shape of x; when it does not, copy 1
+     * sees another shape and is probed too, so that scan_layers can name
+     * what differs. */
+    probe p0 = {0}, p1 = {0};
+    hs_instruction *out = NULL;
+    bool ok = probe_layer(t, a, blk, first, &x->shape, &p0);
+    bool same = ok && hs_shape_compatible(&p0.out, &x->shape);
+    if (ok && !same)
+        ok = probe_layer(t, a, blk, first + 1, &p0.out, &p1);
+    for (int64_t r = 0; ok && r < count; r++) {
+        const probe *pr = r == 0 || same ? &p0 : &p1;
+        layers[r].name = hs_arena_printf(a, "layers.%lld",
+                                         (long long)(first + r));
+        layers[r].path = blk->path;
+        layers[r].n_params = pr->n;
+        layers[r].params = pr->params;
+    }
+    hs_error e;
+    if (ok && hs_scan_layers_check(layers, (int)count, &e) != HS_OK) {
+        hs_trace_fail(t, e.path, e.status, "%s", e.message);
+        ok = false;
+    }
+    hs_instruction **stacked =
+        ok ? stack_params(t, ep, blk, &p0, first, count) : NULL;
+    if (stacked) {
+        body_ctx ctx = {.outer = t, .blk = blk, .pr = &p0};
+        hs_scan_layers_options o = {.scope = "layers/scan",
+                                    .stacked = stacked};
+        out = hs_scan_layers(t->b, layers, (int)count, trace_body, &ctx, x,
+                             &o);
+        if (!out && !t->fail_path[0])
+            snprintf(t->fail_path, sizeof t->fail_path, "%s", blk->path);
+    }
+    free(stacked);
+    free(layers);
+    hs_arena_free(a);
+    return out;
+}
