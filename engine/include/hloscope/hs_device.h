@@ -43,6 +43,11 @@ typedef struct hs_run_stats {
     int64_t peak_device_bytes; /* peak of live device buffers */
     int64_t peak_host_bytes;   /* peak of live host (S(5)) buffers */
     double wall_seconds;     /* host time the emulation took */
+    /* Copies between device and host (MoveToHost/MoveToDevice, copy and
+     * copy-start across memory spaces): part of sim_seconds for now, kept
+     * apart so that a DMA stream can overlap them with compute. */
+    double host_transfer_seconds;
+    double host_transfer_bytes;
 } hs_run_stats;
 
 /* Runs the entry computation of m with args[i] bound to parameter(i).

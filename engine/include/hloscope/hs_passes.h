@@ -97,7 +97,9 @@ typedef struct hs_pass {
     X(dce, "dce",                                                          \
       "removes dead instructions and computations unreachable from entry") \
     X(while_loop_trip_count, "while-loop-trip-count",                      \
-      "annotates counted while loops with known_trip_count")
+      "annotates counted while loops with known_trip_count")               \
+    X(fusion, "fusion",                                                    \
+      "fuses element-wise producers into consumers (kLoop fusions)")
 
 #define HS_X(id, name, desc)                                                \
     hs_status hs_pass_##id##_run(hs_module *m, hs_pass_context *ctx,        \

@@ -6,8 +6,11 @@
  * plus result, except for instructions that move no data (parameters,
  * constants, tuples, get-tuple-element, aliasing reshapes and bitcasts,
  * control flow: their callees are charged as they run). Dynamic slices
- * touch only the slice (XLA updates in place). Transfers between device and
- * host memory run at the host-link bandwidth instead.
+ * touch only the slice (XLA updates in place), and a dynamic-slice that is
+ * a contiguous view of its operand moves nothing. A fusion is charged the
+ * flops of the instructions it fuses but only the bytes of its operands
+ * and result: its intermediates never reach memory. Transfers between
+ * device and host memory run at the host-link bandwidth instead.
  */
 #include <string.h>
 
@@ -37,6 +40,67 @@ static double dot_flops(const hs_instruction *in)
     return 2.0 * (double)hs_shape_elements(&in->shape) * k;
 }
 
+bool dev_dynamic_slice_is_view(const hs_instruction *in)
+{
+    if (in->opcode != HS_OP_DYNAMIC_SLICE || in->n_operands < 1)
+        return false;
+    const hs_shape *o = &in->operands[0]->shape, *r = &in->shape;
+    if (o->dtype == HS_TUPLE || r->dtype != o->dtype || r->rank != o->rank ||
+        dev_space_index(o->memory_space) != dev_space_index(r->memory_space))
+        return false;
+    int i = r->rank - 1;
+    while (i >= 0 && r->dims[i] == o->dims[i])
+        i--;
+    for (int k = 0; k < i; k++)
+        if (r->dims[k] != 1)
+            return false;
+    return true;
+}
+
+static const hs_shape *copy_dest(const hs_instruction *in)
+{
+    /* copy-start returns (destination, source, context). */
+    if (in->opcode == HS_OP_COPY_START)
+        return in->shape.dtype == HS_TUPLE && in->shape.n_elems > 0
+                   ? &in->shape.elems[0]
+                   : NULL;
+    return in->opcode == HS_OP_COPY ? &in->shape : NULL;
+}
+
+bool dev_is_host_transfer(const hs_instruction *in)
+{
+    const char *t = in->custom_call_target;
+    if (in->opcode == HS_OP_CUSTOM_CALL)
+        return t && (strcmp(t, "MoveToHost") == 0 ||
+                     strcmp(t, "MoveToDevice") == 0);
+    const hs_shape *d = copy_dest(in);
+    return d && in->n_operands > 0 &&
+           in->operands[0]->shape.dtype != HS_TUPLE &&
+           dev_space_index(in->operands[0]->shape.memory_space) !=
+               dev_space_index(d->memory_space);
+}
+
+/* The flops of a fused computation: those of every instruction in it. */
+static double fused_flops(const hs_device_spec *spec, const hs_instruction *in,
+                          int depth)
+{
+    double f = 0;
+    for (int c = 0; c < in->n_called && depth < 16; c++) {
+        const hs_computation *comp = in->called[c];
+        for (int k = 0; comp && k < comp->n_instrs; k++) {
+            const hs_instruction *i = comp->instrs[k];
+            if (i->opcode == HS_OP_FUSION) {
+                f += fused_flops(spec, i, depth + 1);
+            } else {
+                double fl, by, se;
+                dev_cost(spec, i, &fl, &by, &se);
+                f += fl;
+            }
+        }
+    }
+    return f;
+}
+
 void dev_cost(const hs_device_spec *spec, const hs_instruction *in,
               double *flops, double *bytes, double *seconds)
 {
@@ -62,6 +126,8 @@ void dev_cost(const hs_device_spec *spec, const hs_instruction *in,
     case HS_CAT_DATA_MOVEMENT:
         if (in->opcode == HS_OP_RESHAPE || in->opcode == HS_OP_BITCAST)
             break;
+        if (dev_dynamic_slice_is_view(in))
+            break;
         if (in->opcode == HS_OP_DYNAMIC_SLICE)
             b = 2 * arr_bytes(&in->shape);
         else if (in->opcode == HS_OP_DYNAMIC_UPDATE_SLICE)
@@ -74,23 +140,27 @@ void dev_cost(const hs_device_spec *spec, const hs_instruction *in,
         if (in->opcode == HS_OP_IOTA)
             b = arr_bytes(&in->shape);
         break;
-    case HS_CAT_COPY:
-        b = arr_bytes(&in->shape);
-        host_link = in->n_operands > 0 &&
-                    dev_space_index(in->operands[0]->shape.memory_space) !=
-                        dev_space_index(in->shape.memory_space);
+    case HS_CAT_COPY: {
+        /* copy-done waits for its copy-start, which moved the data. */
+        const hs_shape *d = copy_dest(in);
+        if (!d)
+            break;
+        b = arr_bytes(d);
+        host_link = dev_is_host_transfer(in);
         if (!host_link)
             b += operand_bytes(in);
         break;
-    case HS_CAT_CUSTOM_CALL: {
-        const char *t = in->custom_call_target;
-        if (t && (strcmp(t, "MoveToHost") == 0 ||
-                  strcmp(t, "MoveToDevice") == 0)) {
+    }
+    case HS_CAT_CUSTOM_CALL:
+        if (dev_is_host_transfer(in)) {
             b = arr_bytes(&in->shape);
             host_link = true;
         }
         break;
-    }
+    case HS_CAT_FUSION:
+        f = fused_flops(spec, in, 0);
+        b = operand_bytes(in) + arr_bytes(&in->shape);
+        break;
     default:
         break;
     }

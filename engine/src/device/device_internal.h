@@ -29,6 +29,11 @@ typedef struct dev_block {
     size_t cap;    /* allocation size; 0 when not owned */
     int space;     /* accounting index: 0 device, 1 host */
     int refs;
+    /* A view (a zero-copy dynamic-slice) points into its parent's data and
+     * holds one reference to it, so the parent outlives the view and is
+     * never updated in place while the view is alive. Views account no
+     * bytes and own no data. */
+    struct dev_block *parent;
     struct dev_block *next; /* free list / cache link */
 } dev_block;
 
@@ -62,6 +67,9 @@ typedef struct dev_step {
     int *release;      /* slots released after the step */
     struct dev_plan *callee[2]; /* while {cond, body}; call / reduce */
     int aux;           /* kernel-specific: reduce fast-path opcode, -1 none */
+    void *data;        /* kernel-specific plan data (fused program, pad) */
+    bool host_transfer; /* copies between memory spaces: a DMA-stream
+                           candidate (copy-start, copy, MoveTo*) */
     double flops, bytes, seconds; /* roofline cost */
 } dev_step;
 
@@ -88,10 +96,13 @@ struct dev_ctx {
     double sim_seconds, flops, bytes;
     int64_t instructions;
     const hs_instruction *cur; /* executing now, for error messages */
+    double transfer_seconds, transfer_bytes; /* host-link traffic */
     dev_val *val_pool;
     dev_block *block_pool;
     dev_block *cache; /* freed owned blocks kept for reuse */
     int n_cache;
+    void *fusion_scratch; /* registers of fused programs, grown on demand */
+    size_t fusion_scratch_cap;
 };
 
 /* values.c */
@@ -100,6 +111,13 @@ dev_val *dev_array_new(dev_ctx *x, const hs_shape *shape); /* NULL: error set */
 dev_val *dev_array_wrap(dev_ctx *x, const hs_shape *shape, void *data,
                         bool account); /* not owned */
 dev_val *dev_array_alias(dev_ctx *x, const hs_shape *shape, dev_block *b);
+/* A zero-copy view of `bytes` bytes of b's data from byte offset off,
+ * keeping b alive (see dev_block.parent). */
+dev_val *dev_array_view(dev_ctx *x, const hs_shape *shape, dev_block *b,
+                        int64_t off);
+/* True when other values may read b's data: more than one reference, a
+ * live view of it, or not owned. In-place updates need this false. */
+bool dev_block_shared(const dev_block *b);
 dev_val *dev_tuple_new(dev_ctx *x, const hs_shape *shape, int n);
 void dev_ref(dev_val *v);
 void dev_release(dev_ctx *x, dev_val *v);
@@ -129,6 +147,12 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
 /* cost.c */
 void dev_cost(const hs_device_spec *spec, const hs_instruction *in,
               double *flops, double *bytes, double *seconds);
+/* A copy between device and host memory (charged to the host link). */
+bool dev_is_host_transfer(const hs_instruction *in);
+/* A dynamic-slice whose window is one contiguous run of its operand
+ * (size 1 on the leading dimensions up to one, full on the trailing ones)
+ * in the same memory space: executed as a zero-copy view. */
+bool dev_dynamic_slice_is_view(const hs_instruction *in);
 
 /* kernels_data.c: strided n-d copy, strides in elements (may be 0 or
  * negative on the source side). */
@@ -172,8 +196,48 @@ hs_status dev_k_while(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_call(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_custom_call(dev_ctx *, const dev_step *, dev_val **,
                             dev_val **);
+hs_status dev_k_fusion(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_copy_start(dev_ctx *, const dev_step *, dev_val **,
+                           dev_val **);
+hs_status dev_k_copy_done(dev_ctx *, const dev_step *, dev_val **,
+                          dev_val **);
+hs_status dev_k_pad(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+/* kernels_data.c: parses pad's padding="lo_hi[_interior]x..." into
+ * 3 * rank int64 (lo, hi, interior per dimension) in the plan arena. */
+int64_t *dev_pad_config(dev_ctx *x, const hs_instruction *in);
 
 /* kernels_reduce.c: the fast-path opcode of a reducer computation, or -1. */
 int dev_reducer_fast_op(const hs_computation *c);
+
+/* kernels_elementwise.c: the element loops, shared by the kernels and the
+ * fused programs so that fused and unfused results are bit-identical.
+ * Pointers are to n elements of the type (y never aliases an input). */
+bool dev_unary_supported(hs_opcode op, hs_dtype t);
+void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a, void *y,
+                    int64_t n);
+/* false when op is not defined on t */
+bool dev_binary_loop(hs_opcode op, hs_dtype t, const void *a,
+                     const void *b, void *y, int64_t n);
+void dev_compare_loop(hs_direction d, hs_dtype t, const void *a,
+                      const void *b, uint8_t *y, int64_t n);
+/* pstep/lstep/hstep: 1 for arrays, 0 for a scalar operand */
+void dev_select_loop(int esize, const uint8_t *p, int64_t pstep,
+                     const void *a, const void *b, void *y, int64_t n);
+void dev_clamp_loop(hs_dtype t, const void *lo, int64_t lstep,
+                    const void *a, const void *hi, int64_t hstep, void *y,
+                    int64_t n);
+void dev_convert_loop(hs_dtype from, hs_dtype to, const void *a, void *y,
+                      int64_t n);
+
+/* fusion_program.c: a kLoop fusion compiled to an element-wise program
+ * that runs block by block (intermediates live in a few per-block
+ * registers, never in device memory). NULL when the fused computation is
+ * not of that form (the kernel then evaluates it like a call); an error
+ * is set only on host OOM. */
+typedef struct dev_fusion_program dev_fusion_program;
+dev_fusion_program *dev_fusion_compile(dev_ctx *x, const hs_instruction *in);
+/* kernels_fusion.c */
+hs_status dev_fusion_execute(dev_ctx *x, const dev_fusion_program *p,
+                             const void *const *operands, void *out);
 
 #endif

@@ -46,7 +46,7 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
     }
     hs_status st = HS_OK;
     const dev_step *s = p->steps, *end = s + p->n_steps;
-    double sim = 0, flops = 0, bytes = 0;
+    double sim = 0, flops = 0, bytes = 0, tsec = 0, tbytes = 0;
     for (; s < end; s++) {
         x->cur = s->in;
         dev_val *out = NULL;
@@ -57,6 +57,10 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
         sim += s->seconds;
         flops += s->flops;
         bytes += s->bytes;
+        if (s->host_transfer) {
+            tsec += s->seconds;
+            tbytes += s->bytes;
+        }
         for (int r = 0; r < s->n_release; r++) {
             int slot = s->release[r];
             if (f[slot]) {
@@ -69,6 +73,8 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
     x->sim_seconds += sim;
     x->flops += flops;
     x->bytes += bytes;
+    x->transfer_seconds += tsec;
+    x->transfer_bytes += tbytes;
     if (!st) {
         *result = f[p->root_slot];
         f[p->root_slot] = NULL;
@@ -268,6 +274,8 @@ hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
         stats->instructions = x.instructions;
         stats->peak_device_bytes = x.peak[0];
         stats->peak_host_bytes = x.peak[1];
+        stats->host_transfer_seconds = x.transfer_seconds;
+        stats->host_transfer_bytes = x.transfer_bytes;
         stats->wall_seconds = now_seconds() - t0;
     }
     if (st)

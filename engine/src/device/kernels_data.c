@@ -1,10 +1,19 @@
 /*
- * kernels_data.c - data movement: constants, iota, aliases, copies,
- * broadcast, transpose, slice, concatenate, reverse, dynamic-slice and
- * dynamic-update-slice. Data is dense row-major; every strided access goes
- * through one n-d copy that merges contiguous dimensions first, so the
- * common cases end in memcpy or a tight element loop.
+ * kernels_data.c - data movement: constants, iota, aliases, copies
+ * (copy, copy-start / copy-done), broadcast, transpose, slice, concatenate,
+ * reverse, pad, dynamic-slice and dynamic-update-slice. Data is dense
+ * row-major; every strided access goes through one n-d copy that merges
+ * contiguous dimensions first, so the common cases end in memcpy or a
+ * tight element loop.
+ *
+ * A dynamic-slice of a contiguous run of its operand (a layer of stacked
+ * weights: start on the leading dimensions only) is a view: it shares the
+ * operand's buffer and keeps it alive, and copies nothing. A
+ * dynamic-update-slice then never writes in place into a buffer that a
+ * view still reads (copy-on-write).
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device_internal.h"
@@ -195,6 +204,59 @@ hs_status dev_k_copy(dev_ctx *x, const dev_step *s, dev_val **f,
     return HS_OK;
 }
 
+/* copy-start returns (destination, source, context) as in XLA. The copy
+ * happens here, into the destination's memory space; copy-done only hands
+ * the destination on. The steps are marked host_transfer when the spaces
+ * differ, for a DMA stream to pick up. */
+hs_status dev_k_copy_start(dev_ctx *x, const dev_step *s, dev_val **f,
+                           dev_val **out)
+{
+    const hs_shape *sh = &s->in->shape;
+    const dev_val *a = dev_op(s, f, 0);
+    if (a->elems)
+        return dev_unsupported(x, s->in, "a copy-start of a tuple");
+    dev_val *t = dev_tuple_new(x, sh, sh->n_elems);
+    if (!t)
+        return x->err->status;
+    dev_val *d = dev_array_new(x, &sh->elems[0]);
+    if (d)
+        memcpy(d->block->data, a->block->data, (size_t)d->block->bytes);
+    t->elems[0] = d;
+    if (d)
+        t->elems[1] = dev_take(s, f, 0);
+    for (int k = 2; d && k < sh->n_elems; k++) {
+        /* The context (u32[] in XLA) is opaque: zeroed scalars. */
+        const hs_shape *cs = &sh->elems[k];
+        if (cs->dtype == HS_TUPLE)
+            t->elems[k] = dev_tuple_new(x, cs, 0);
+        else if ((t->elems[k] = dev_array_new(x, cs)))
+            memset(t->elems[k]->block->data, 0, t->elems[k]->block->cap);
+        if (!t->elems[k])
+            d = NULL;
+    }
+    if (!d) {
+        dev_release(x, t);
+        return x->err->status;
+    }
+    *out = t;
+    return HS_OK;
+}
+
+hs_status dev_k_copy_done(dev_ctx *x, const dev_step *s, dev_val **f,
+                          dev_val **out)
+{
+    const dev_val *t = dev_op(s, f, 0);
+    if (!t->elems || t->n < 1 || !t->elems[0])
+        return dev_unsupported(x, s->in, "a copy-done of something other "
+                                         "than a copy-start");
+    dev_val *tv = dev_take(s, f, 0);
+    dev_val *e = tv->elems[0];
+    dev_ref(e);
+    dev_release(x, tv);
+    *out = e;
+    return HS_OK;
+}
+
 /* ---- layout-changing copies -------------------------------------------- */
 
 hs_status dev_k_broadcast(dev_ctx *x, const dev_step *s, dev_val **f,
@@ -372,6 +434,11 @@ hs_status dev_k_dynamic_slice(dev_ctx *x, const dev_step *s, dev_val **f,
     int64_t off = 0;
     for (int i = 0; i < os->rank; i++)
         off += start[i] * ostr[i];
+    if (s->aux == 1) {
+        /* A contiguous window (plan time: dev_dynamic_slice_is_view). */
+        *out = dev_array_view(x, rs, a->block, off * es);
+        return *out ? HS_OK : x->err->status;
+    }
     dev_val *v = dev_array_new(x, rs);
     if (!v)
         return x->err->status;
@@ -395,7 +462,7 @@ hs_status dev_k_dynamic_update_slice(dev_ctx *x, const dev_step *s,
      * loop-carried buffer is then never copied per iteration. */
     dev_val *a = dev_take(s, f, 0);
     dev_val *v;
-    if (a->refs == 1 && a->block->refs == 1 && a->block->cap != 0 &&
+    if (a->refs == 1 && !dev_block_shared(a->block) &&
         a->block->space == dev_space_index(in->shape.memory_space)) {
         v = a;
         v->shape = &in->shape;
@@ -415,6 +482,108 @@ hs_status dev_k_dynamic_update_slice(dev_ctx *x, const dev_step *s,
         off += start[i] * ostr[i];
     dev_copy_strided((char *)v->block->data + off * es, ostr,
                      u->block->data, ustr, us->dims, us->rank, es);
+    *out = v;
+    return HS_OK;
+}
+
+/* ---- pad ----------------------------------------------------------------- */
+
+static bool parse_i64(const char **p, int64_t *v)
+{
+    char *end;
+    long long n = strtoll(*p, &end, 10);
+    if (end == *p)
+        return false;
+    *v = n;
+    *p = end;
+    return true;
+}
+
+int64_t *dev_pad_config(dev_ctx *x, const hs_instruction *in)
+{
+    const hs_shape *os = &in->operands[0]->shape, *rs = &in->shape;
+    int rank = rs->rank;
+    const char *text = NULL;
+    for (int k = 0; k < in->n_extra; k++)
+        if (strcmp(in->extra[k].key, "padding") == 0)
+            text = in->extra[k].value;
+    int64_t *cfg = hs_arena_alloc(x->arena,
+                                  sizeof(int64_t) * 3 * (size_t)(rank + 1));
+    if (!cfg) {
+        dev_oom(x);
+        return NULL;
+    }
+    const char *p = text ? text : "";
+    bool ok = rank == 0 || text;
+    for (int d = 0; ok && d < rank; d++) {
+        if (d > 0)
+            ok = *p++ == 'x';
+        ok = ok && parse_i64(&p, &cfg[3 * d]) && *p++ == '_' &&
+             parse_i64(&p, &cfg[3 * d + 1]);
+        if (ok && *p == '_') {
+            p++;
+            ok = parse_i64(&p, &cfg[3 * d + 2]) && cfg[3 * d + 2] >= 0;
+        }
+        int64_t n = os->dims[d], interior = cfg[3 * d + 2];
+        ok = ok && cfg[3 * d] + cfg[3 * d + 1] + n +
+                           (n > 0 ? (n - 1) * interior : 0) ==
+                       rs->dims[d];
+    }
+    if (!ok || *p) {
+        snprintf(x->err->instruction, sizeof x->err->instruction, "%s",
+                 in->name);
+        hs_error_set(x->err, HS_ERR_INVALID,
+                     "instruction %s: padding=%s does not describe a pad "
+                     "of its operand to its shape",
+                     in->name, text ? text : "(missing)");
+        return NULL;
+    }
+    return cfg;
+}
+
+hs_status dev_k_pad(dev_ctx *x, const dev_step *s, dev_val **f,
+                    dev_val **out)
+{
+    const int64_t *cfg = s->data;
+    const dev_val *a = dev_op(s, f, 0), *pv = dev_op(s, f, 1);
+    const hs_shape *os = a->shape, *rs = &s->in->shape;
+    int es = dev_esize(rs->dtype), rank = rs->rank;
+    dev_val *v = dev_array_new(x, rs);
+    if (!v)
+        return x->err->status;
+    int64_t n = hs_shape_elements(rs);
+    char *y = v->block->data;
+    for (int64_t i = 0; i < n; i++)
+        memcpy(y + i * es, pv->block->data, (size_t)es);
+    /* Operand element a lands at lo + a * (interior + 1) when that is
+     * inside the result (negative padding crops). */
+    int64_t ostr[HS_MAX_RANK], rstr[HS_MAX_RANK], src_str[HS_MAX_RANK],
+        dst_str[HS_MAX_RANK], count[HS_MAX_RANK];
+    dev_row_major_strides(os->dims, rank, ostr);
+    dev_row_major_strides(rs->dims, rank, rstr);
+    int64_t src_off = 0, dst_off = 0;
+    for (int d = 0; d < rank; d++) {
+        int64_t lo = cfg[3 * d], step = cfg[3 * d + 2] + 1;
+        int64_t a0 = lo < 0 ? (-lo + step - 1) / step : 0;
+        int64_t p0 = lo + a0 * step;
+        count[d] = 0;
+        if (a0 < os->dims[d] && p0 < rs->dims[d]) {
+            count[d] = (rs->dims[d] - p0 + step - 1) / step;
+            if (count[d] > os->dims[d] - a0)
+                count[d] = os->dims[d] - a0;
+        }
+        if (count[d] <= 0) {
+            *out = v;
+            return HS_OK;
+        }
+        src_off += a0 * ostr[d];
+        dst_off += p0 * rstr[d];
+        src_str[d] = ostr[d];
+        dst_str[d] = rstr[d] * step;
+    }
+    dev_copy_strided(y + dst_off * es, dst_str,
+                     (const char *)a->block->data + src_off * es, src_str,
+                     count, rank, es);
     *out = v;
     return HS_OK;
 }

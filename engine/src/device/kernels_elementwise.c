@@ -171,6 +171,34 @@ static hs_status same_size(dev_ctx *x, const hs_instruction *in,
     return HS_OK;
 }
 
+bool dev_unary_supported(hs_opcode op, hs_dtype t)
+{
+    switch (t) {
+    case HS_F32: return op != HS_OP_NOT;
+    case HS_PRED: return op == HS_OP_NOT;
+    case HS_S32: case HS_S64:
+        return op == HS_OP_NOT || op == HS_OP_ABS || op == HS_OP_NEGATE ||
+               op == HS_OP_SIGN;
+    default: return false;
+    }
+}
+
+void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a, void *y,
+                    int64_t n)
+{
+    switch (t) {
+    case HS_F32: unary_f32_loop(op, a, y, n); break;
+    case HS_S32: unary_s32_loop(op, a, y, n); break;
+    case HS_S64: unary_s64_loop(op, a, y, n); break;
+    default: {
+        const uint8_t *restrict ap = a;
+        uint8_t *restrict yp = y;
+        VLOOP(n, yp[i] = !ap[i]);
+        break;
+    }
+    }
+}
+
 hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
                       dev_val **out)
 {
@@ -181,30 +209,26 @@ hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
     if (st)
         return st;
     hs_dtype t = in->shape.dtype;
-    if (t != a->shape->dtype || (t == HS_F32 && in->opcode == HS_OP_NOT) ||
-        (t == HS_PRED && in->opcode != HS_OP_NOT) ||
-        (t != HS_F32 && t != HS_PRED && in->opcode != HS_OP_NOT &&
-         in->opcode != HS_OP_ABS && in->opcode != HS_OP_NEGATE &&
-         in->opcode != HS_OP_SIGN))
+    if (t != a->shape->dtype || !dev_unary_supported(in->opcode, t))
         return bad_type(x, in, a->shape->dtype);
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    void *y = v->block->data;
-    const void *ad = a->block->data;
-    switch (t) {
-    case HS_F32: unary_f32_loop(in->opcode, ad, y, n); break;
-    case HS_S32: unary_s32_loop(in->opcode, ad, y, n); break;
-    case HS_S64: unary_s64_loop(in->opcode, ad, y, n); break;
-    default: {
-        const uint8_t *restrict ap = ad;
-        uint8_t *restrict yp = y;
-        VLOOP(n, yp[i] = !ap[i]);
-        break;
-    }
-    }
+    dev_unary_loop(in->opcode, t, a->block->data, v->block->data, n);
     *out = v;
     return HS_OK;
+}
+
+bool dev_binary_loop(hs_opcode op, hs_dtype t, const void *a,
+                     const void *b, void *y, int64_t n)
+{
+    switch (t) {
+    case HS_F32: return binary_f32_loop(op, a, b, y, n);
+    case HS_S32: return binary_s32_loop(op, a, b, y, n);
+    case HS_S64: return binary_s64_loop(op, a, b, y, n);
+    case HS_PRED: return binary_pred_loop(op, a, b, y, n);
+    default: return false;
+    }
 }
 
 hs_status dev_k_binary(dev_ctx *x, const dev_step *s, dev_val **f,
@@ -224,16 +248,8 @@ hs_status dev_k_binary(dev_ctx *x, const dev_step *s, dev_val **f,
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    const void *ad = a->block->data, *bd = b->block->data;
-    void *y = v->block->data;
-    bool ok;
-    switch (t) {
-    case HS_F32: ok = binary_f32_loop(in->opcode, ad, bd, y, n); break;
-    case HS_S32: ok = binary_s32_loop(in->opcode, ad, bd, y, n); break;
-    case HS_S64: ok = binary_s64_loop(in->opcode, ad, bd, y, n); break;
-    default: ok = binary_pred_loop(in->opcode, ad, bd, y, n); break;
-    }
-    if (!ok) {
+    if (!dev_binary_loop(in->opcode, t, a->block->data, b->block->data,
+                         v->block->data, n)) {
         dev_release(x, v);
         return bad_type(x, in, t);
     }
@@ -265,6 +281,17 @@ DEFINE_COMPARE_LOOP(compare_s32, int32_t)
 DEFINE_COMPARE_LOOP(compare_s64, int64_t)
 DEFINE_COMPARE_LOOP(compare_pred, uint8_t)
 
+void dev_compare_loop(hs_direction d, hs_dtype t, const void *a,
+                      const void *b, uint8_t *y, int64_t n)
+{
+    switch (t) {
+    case HS_F32: compare_f32(d, a, b, y, n); break;
+    case HS_S32: compare_s32(d, a, b, y, n); break;
+    case HS_S64: compare_s64(d, a, b, y, n); break;
+    default: compare_pred(d, a, b, y, n); break;
+    }
+}
+
 hs_status dev_k_compare(dev_ctx *x, const dev_step *s, dev_val **f,
                         dev_val **out)
 {
@@ -286,14 +313,8 @@ hs_status dev_k_compare(dev_ctx *x, const dev_step *s, dev_val **f,
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    const void *ad = a->block->data, *bd = b->block->data;
-    uint8_t *y = v->block->data;
-    switch (t) {
-    case HS_F32: compare_f32(in->direction, ad, bd, y, n); break;
-    case HS_S32: compare_s32(in->direction, ad, bd, y, n); break;
-    case HS_S64: compare_s64(in->direction, ad, bd, y, n); break;
-    default: compare_pred(in->direction, ad, bd, y, n); break;
-    }
+    dev_compare_loop(in->direction, t, a->block->data, b->block->data,
+                     v->block->data, n);
     *out = v;
     return HS_OK;
 }
@@ -312,6 +333,16 @@ hs_status dev_k_compare(dev_ctx *x, const dev_step *s, dev_val **f,
 DEFINE_SELECT_LOOP(select_4, uint32_t)
 DEFINE_SELECT_LOOP(select_1, uint8_t)
 DEFINE_SELECT_LOOP(select_8, uint64_t)
+
+void dev_select_loop(int esize, const uint8_t *p, int64_t pstep,
+                     const void *a, const void *b, void *y, int64_t n)
+{
+    switch (esize) {
+    case 4: select_4(p, pstep, a, b, y, n); break;
+    case 8: select_8(p, pstep, a, b, y, n); break;
+    default: select_1(p, pstep, a, b, y, n); break;
+    }
+}
 
 hs_status dev_k_select(dev_ctx *x, const dev_step *s, dev_val **f,
                        dev_val **out)
@@ -335,19 +366,9 @@ hs_status dev_k_select(dev_ctx *x, const dev_step *s, dev_val **f,
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    int64_t step = pn == n ? 1 : 0;
-    const uint8_t *pd = p->block->data;
-    switch (dev_esize(in->shape.dtype)) {
-    case 4:
-        select_4(pd, step, a->block->data, b->block->data, v->block->data, n);
-        break;
-    case 8:
-        select_8(pd, step, a->block->data, b->block->data, v->block->data, n);
-        break;
-    default:
-        select_1(pd, step, a->block->data, b->block->data, v->block->data, n);
-        break;
-    }
+    dev_select_loop(dev_esize(in->shape.dtype), p->block->data,
+                    pn == n ? 1 : 0, a->block->data, b->block->data,
+                    v->block->data, n);
     *out = v;
     return HS_OK;
 }
@@ -366,6 +387,17 @@ hs_status dev_k_select(dev_ctx *x, const dev_step *s, dev_val **f,
 DEFINE_CLAMP_LOOP(clamp_f32, float)
 DEFINE_CLAMP_LOOP(clamp_s32, int32_t)
 DEFINE_CLAMP_LOOP(clamp_s64, int64_t)
+
+void dev_clamp_loop(hs_dtype t, const void *lo, int64_t lstep,
+                    const void *a, const void *hi, int64_t hstep, void *y,
+                    int64_t n)
+{
+    switch (t) {
+    case HS_F32: clamp_f32(lo, lstep, a, hi, hstep, y, n); break;
+    case HS_S32: clamp_s32(lo, lstep, a, hi, hstep, y, n); break;
+    default: clamp_s64(lo, lstep, a, hi, hstep, y, n); break;
+    }
+}
 
 hs_status dev_k_clamp(dev_ctx *x, const dev_step *s, dev_val **f,
                       dev_val **out)
@@ -389,15 +421,8 @@ hs_status dev_k_clamp(dev_ctx *x, const dev_step *s, dev_val **f,
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    int64_t ls = ln == n ? 1 : 0, hstep = hn == n ? 1 : 0;
-    const void *l = lo->block->data, *ad = a->block->data,
-               *h = hi->block->data;
-    void *y = v->block->data;
-    switch (t) {
-    case HS_F32: clamp_f32(l, ls, ad, h, hstep, y, n); break;
-    case HS_S32: clamp_s32(l, ls, ad, h, hstep, y, n); break;
-    default: clamp_s64(l, ls, ad, h, hstep, y, n); break;
-    }
+    dev_clamp_loop(t, lo->block->data, ln == n ? 1 : 0, a->block->data,
+                   hi->block->data, hn == n ? 1 : 0, v->block->data, n);
     *out = v;
     return HS_OK;
 }
@@ -445,6 +470,21 @@ ELEM int64_t f32_to_s64(float v)
     default: CONVERT_LOOP(TI, uint8_t, v != 0); break;                     \
     }
 
+void dev_convert_loop(hs_dtype from, hs_dtype to, const void *ad, void *y,
+                      int64_t n)
+{
+    if (from == to) {
+        memcpy(y, ad, (size_t)n * (size_t)dev_esize(to));
+        return;
+    }
+    switch (from) {
+    case HS_F32: CONVERT_FROM(float, v, f32_to_s32(v), f32_to_s64(v)); break;
+    case HS_S32: CONVERT_FROM(int32_t, (float)v, v, v); break;
+    case HS_S64: CONVERT_FROM(int64_t, (float)v, (int32_t)v, v); break;
+    default: CONVERT_FROM(uint8_t, v != 0, v != 0, v != 0); break;
+    }
+}
+
 hs_status dev_k_convert(dev_ctx *x, const dev_step *s, dev_val **f,
                         dev_val **out)
 {
@@ -457,20 +497,8 @@ hs_status dev_k_convert(dev_ctx *x, const dev_step *s, dev_val **f,
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    hs_dtype from = a->shape->dtype, to = in->shape.dtype;
-    const void *ad = a->block->data;
-    void *y = v->block->data;
-    if (from == to) {
-        memcpy(y, ad, (size_t)v->block->bytes);
-    } else {
-        switch (from) {
-        case HS_F32: CONVERT_FROM(float, v, f32_to_s32(v), f32_to_s64(v));
-            break;
-        case HS_S32: CONVERT_FROM(int32_t, (float)v, v, v); break;
-        case HS_S64: CONVERT_FROM(int64_t, (float)v, (int32_t)v, v); break;
-        default: CONVERT_FROM(uint8_t, v != 0, v != 0, v != 0); break;
-        }
-    }
+    dev_convert_loop(a->shape->dtype, in->shape.dtype, a->block->data,
+                     v->block->data, n);
     *out = v;
     return HS_OK;
 }

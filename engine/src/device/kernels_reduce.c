@@ -129,33 +129,32 @@ static hs_status reduce_interpreted(dev_ctx *x, const dev_step *s,
     return HS_OK;
 }
 
-hs_status dev_k_reduce(dev_ctx *x, const dev_step *s, dev_val **f,
-                       dev_val **out)
+/* How the input is walked: as [kept, reduced] rows, as [reduced, kept]
+ * columns, or (neither) after a transpose by perm to [kept, reduced]. */
+typedef struct reduce_layout {
+    int64_t outer, red;
+    bool rows, cols;
+    int64_t perm[HS_MAX_RANK];
+} reduce_layout;
+
+static reduce_layout layout_of(const hs_instruction *in, const hs_shape *is)
 {
-    const hs_instruction *in = s->in;
-    const dev_val *av = dev_op(s, f, 0), *iv = dev_op(s, f, 1);
-    const hs_shape *is = av->shape;
-    hs_dtype t = is->dtype;
-    int es = dev_esize(t);
-    if (iv->elems || hs_shape_elements(iv->shape) != 1 ||
-        iv->shape->dtype != t || in->shape.dtype != t)
-        return dev_unsupported(x, in, "a reduce with mixed element types");
+    reduce_layout l = {.outer = 1, .red = 1};
     bool reduced[HS_MAX_RANK] = {false};
     for (int k = 0; k < in->n_dims; k++)
         if (in->dims[k] >= 0 && in->dims[k] < is->rank)
             reduced[in->dims[k]] = true;
-    int64_t outer = 1, red = 1;
-    int64_t perm[HS_MAX_RANK], kept_dims[HS_MAX_RANK], red_dims[HS_MAX_RANK];
+    int64_t kept_dims[HS_MAX_RANK], red_dims[HS_MAX_RANK];
     int nk = 0, nr = 0;
     /* Orders of the non-unit dimensions decide the view. */
     bool kept_seen = false, red_after_kept = false, red_seen = false,
          kept_after_red = false;
     for (int i = 0; i < is->rank; i++) {
         if (reduced[i]) {
-            red *= is->dims[i];
+            l.red *= is->dims[i];
             red_dims[nr++] = i;
         } else {
-            outer *= is->dims[i];
+            l.outer *= is->dims[i];
             kept_dims[nk++] = i;
         }
         if (is->dims[i] == 1)
@@ -168,26 +167,149 @@ hs_status dev_k_reduce(dev_ctx *x, const dev_step *s, dev_val **f,
             kept_after_red |= red_seen;
         }
     }
-    bool rows = !kept_after_red; /* [kept, reduced] */
-    bool cols = !rows && !red_after_kept; /* [reduced, kept] */
+    l.rows = !kept_after_red;               /* [kept, reduced] */
+    l.cols = !l.rows && !red_after_kept;    /* [reduced, kept] */
+    for (int i = 0; i < nk; i++)
+        l.perm[i] = kept_dims[i];
+    for (int i = 0; i < nr; i++)
+        l.perm[nk + i] = red_dims[i];
+    return l;
+}
+
+/* The input as [kept, reduced] rows or [reduced, kept] columns: the data
+ * itself, or a transposed copy in *scratch (freed by the caller). */
+static const char *arrange(dev_ctx *x, const reduce_layout *l,
+                           const dev_val *av, char **scratch)
+{
+    *scratch = NULL;
+    if (l->rows || l->cols)
+        return av->block->data;
+    int es = dev_esize(av->shape->dtype);
+    size_t bytes = (size_t)(l->outer * l->red * es);
+    *scratch = aligned_alloc(64, ((bytes + 63) & ~(size_t)63) + 64);
+    if (!*scratch) {
+        dev_oom(x);
+        return NULL;
+    }
+    dev_transpose(*scratch, av->block->data, av->shape->dims,
+                  av->shape->rank, l->perm, es);
+    return *scratch;
+}
+
+/* reduce with n > 1 inputs (argmax and friends): the reducer takes
+ * (accumulators..., elements...) and returns the tuple of the next
+ * accumulators; it is interpreted once per element. */
+static hs_status reduce_variadic(dev_ctx *x, const dev_step *s, dev_val **f,
+                                 dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    int n = s->n_ops / 2;
+    dev_plan *p = s->callee[0];
+    const dev_val *a0 = dev_op(s, f, 0);
+    reduce_layout l = layout_of(in, a0->shape);
+    hs_status st = HS_OK;
+    const char *src[HS_MAX_RANK * 4];
+    char *scratch[HS_MAX_RANK * 4] = {NULL};
+    if (n > HS_MAX_RANK * 4)
+        return dev_unsupported(x, in, "a reduce of more than 32 inputs");
+    dev_val *t = dev_tuple_new(x, &in->shape, n);
+    if (!t)
+        return x->err->status;
+    for (int k = 0; k < n && !st; k++) {
+        src[k] = arrange(x, &l, dev_op(s, f, k), &scratch[k]);
+        t->elems[k] = src[k] ? dev_array_new(x, &in->shape.elems[k]) : NULL;
+        if (!t->elems[k])
+            st = x->err->status;
+    }
+    dev_val *acc[HS_MAX_RANK * 4] = {NULL}, *args[HS_MAX_RANK * 8];
+    for (int64_t o = 0; o < l.outer && !st; o++) {
+        for (int k = 0; k < n; k++) {
+            acc[k] = dev_op(s, f, n + k);
+            dev_ref(acc[k]);
+        }
+        for (int64_t r = 0; r < l.red && !st; r++) {
+            int64_t at = l.cols ? r * l.outer + o : o * l.red + r;
+            for (int k = 0; k < n; k++)
+                args[n + k] = NULL;
+            for (int k = 0; k < n && !st; k++) {
+                const hs_shape *es = &p->comp->params[n + k]->shape;
+                int size = dev_esize(es->dtype);
+                args[k] = acc[k];
+                args[n + k] = dev_array_new(x, es);
+                if (args[n + k])
+                    memcpy(args[n + k]->block->data, src[k] + at * size,
+                           (size_t)size);
+                else
+                    st = x->err->status;
+            }
+            if (st) {
+                /* The accumulators are released below. */
+                for (int k = 0; k < n; k++)
+                    dev_release(x, args[n + k]);
+                break;
+            }
+            dev_val *res = NULL;
+            st = dev_eval(x, p, args, 2 * n, &res);
+            for (int k = 0; k < n; k++)
+                acc[k] = NULL; /* consumed by the evaluation */
+            if (st)
+                break;
+            if (!res->elems || res->n != n) {
+                dev_release(x, res);
+                st = dev_unsupported(x, in, "a reducer that does not return "
+                                            "a tuple of its accumulators");
+                break;
+            }
+            for (int k = 0; k < n; k++) {
+                acc[k] = res->elems[k];
+                dev_ref(acc[k]);
+            }
+            dev_release(x, res);
+        }
+        for (int k = 0; k < n; k++) {
+            if (!st) {
+                int size = dev_esize(t->elems[k]->shape->dtype);
+                memcpy((char *)t->elems[k]->block->data + o * size,
+                       acc[k]->block->data, (size_t)size);
+            }
+            dev_release(x, acc[k]);
+            acc[k] = NULL;
+        }
+    }
+    for (int k = 0; k < n; k++)
+        free(scratch[k]);
+    if (st) {
+        dev_release(x, t);
+        return st;
+    }
+    *out = t;
+    return HS_OK;
+}
+
+hs_status dev_k_reduce(dev_ctx *x, const dev_step *s, dev_val **f,
+                       dev_val **out)
+{
+    if (s->n_ops > 2)
+        return reduce_variadic(x, s, f, out);
+    const hs_instruction *in = s->in;
+    const dev_val *av = dev_op(s, f, 0), *iv = dev_op(s, f, 1);
+    const hs_shape *is = av->shape;
+    hs_dtype t = is->dtype;
+    int es = dev_esize(t);
+    if (iv->elems || hs_shape_elements(iv->shape) != 1 ||
+        iv->shape->dtype != t || in->shape.dtype != t)
+        return dev_unsupported(x, in, "a reduce with mixed element types");
+    reduce_layout l = layout_of(in, is);
+    int64_t outer = l.outer, red = l.red;
+    bool cols = l.cols;
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    const char *a = av->block->data;
-    char *scratch = NULL;
-    if (!rows && !cols) {
-        for (int i = 0; i < nk; i++)
-            perm[i] = kept_dims[i];
-        for (int i = 0; i < nr; i++)
-            perm[nk + i] = red_dims[i];
-        size_t bytes = (size_t)(outer * red * es);
-        scratch = aligned_alloc(64, ((bytes + 63) & ~(size_t)63) + 64);
-        if (!scratch) {
-            dev_release(x, v);
-            return dev_oom(x);
-        }
-        dev_transpose(scratch, a, is->dims, is->rank, perm, es);
-        a = scratch;
+    char *scratch;
+    const char *a = arrange(x, &l, av, &scratch);
+    if (!a) {
+        dev_release(x, v);
+        return x->err->status;
     }
     hs_status st = HS_OK;
     void *y = v->block->data;

@@ -76,6 +76,10 @@ static dev_kernel kernel_for(const hs_instruction *in)
     case HS_OP_CALL: return dev_k_call;
     case HS_OP_CUSTOM_CALL:
         return identity_custom_call(in) ? dev_k_custom_call : NULL;
+    case HS_OP_FUSION: return dev_k_fusion;
+    case HS_OP_COPY_START: return dev_k_copy_start;
+    case HS_OP_COPY_DONE: return dev_k_copy_done;
+    case HS_OP_PAD: return dev_k_pad;
     default: return NULL;
     }
 }
@@ -108,8 +112,22 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
                             "instruction %s: %s with %d operands", in->name,
                             hs_opcode_name(in->opcode), in->n_operands);
     const hs_shape *bad = first_bad_leaf(&in->shape);
+    if (in->opcode == HS_OP_COPY_START || in->opcode == HS_OP_COPY_DONE) {
+        /* (destination, source, u32[] context): the context is opaque. */
+        const hs_shape *t = in->opcode == HS_OP_COPY_START
+                                ? &in->shape
+                                : &in->operands[0]->shape;
+        if (t->dtype != HS_TUPLE || t->n_elems < 2 ||
+            t->elems[0].dtype == HS_TUPLE ||
+            !hs_shape_compatible(&t->elems[0], &t->elems[1]))
+            return dev_unsupported(x, in, "a copy-start that does not "
+                                          "return (destination, source, "
+                                          "context)");
+        bad = first_bad_leaf(&t->elems[0]);
+    }
     for (int i = 0; !bad && i < in->n_operands; i++)
-        bad = first_bad_leaf(&in->operands[i]->shape);
+        if (in->opcode != HS_OP_COPY_DONE)
+            bad = first_bad_leaf(&in->operands[i]->shape);
     if (bad) {
         snprintf(what, sizeof what, "element type '%s'",
                  hs_dtype_name(bad->dtype));
@@ -124,10 +142,45 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
         if (in->shape.dtype != HS_F32 || !in->dot)
             return dev_unsupported(x, in, "a dot that is not f32");
         break;
-    case HS_OP_REDUCE:
-        if (in->n_operands != 2 || in->shape.dtype == HS_TUPLE ||
-            in->n_called < 1)
-            return dev_unsupported(x, in, "a variadic reduce");
+    case HS_OP_REDUCE: {
+        int n = in->n_operands / 2;
+        if (in->n_operands < 2 || in->n_operands % 2 || in->n_called < 1)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: reduce needs inputs and "
+                                "as many init values, and a reducer",
+                                in->name);
+        bool ok = n == 1 ? in->shape.dtype != HS_TUPLE
+                         : in->shape.dtype == HS_TUPLE &&
+                               in->shape.n_elems == n;
+        for (int k = 0; ok && k < n; k++) {
+            const hs_shape *a = &in->operands[k]->shape;
+            const hs_shape *r = n == 1 ? &in->shape : &in->shape.elems[k];
+            ok = a->dtype != HS_TUPLE && r->dtype != HS_TUPLE &&
+                 hs_shape_compatible(a, &in->operands[0]->shape) &&
+                 hs_shape_elements(&in->operands[n + k]->shape) == 1 &&
+                 in->operands[n + k]->shape.dtype == a->dtype &&
+                 r->dtype == a->dtype;
+        }
+        if (!ok)
+            return dev_unsupported(x, in, "a reduce whose inputs, init "
+                                          "values and results do not "
+                                          "match");
+        break;
+    }
+    case HS_OP_FUSION:
+        if (in->n_called < 1 || !in->called[0])
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: fusion without calls",
+                                in->name);
+        break;
+    case HS_OP_PAD:
+        if (in->shape.dtype == HS_TUPLE ||
+            in->operands[0]->shape.rank != in->shape.rank ||
+            hs_shape_elements(&in->operands[1]->shape) != 1 ||
+            in->operands[1]->shape.dtype != in->shape.dtype ||
+            in->operands[0]->shape.dtype != in->shape.dtype)
+            return dev_unsupported(x, in, "a pad whose operand, padding "
+                                          "value and result do not match");
         break;
     case HS_OP_RESHAPE: case HS_OP_BITCAST: case HS_OP_BITCAST_CONVERT:
         if (in->shape.dtype == HS_TUPLE ||
@@ -209,6 +262,42 @@ dev_plan *dev_plan_of(dev_ctx *x, const hs_computation *c)
 }
 
 static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
+                          dev_plan **out);
+
+/* A fusion runs its compiled element-wise program when the fused
+ * computation has that form, else its fused computation like a call. */
+static hs_status plan_fusion(dev_ctx *x, const hs_instruction *in,
+                             dev_step *s, int depth)
+{
+    const hs_computation *c = in->called[0];
+    if (c->n_params != in->n_operands)
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "instruction %s: fusion passes %d operands to "
+                            "%s, which has %d parameters",
+                            in->name, in->n_operands, c->name, c->n_params);
+    for (int k = 0; k < c->n_params; k++) {
+        if (c->params[k] &&
+            hs_shape_compatible(&c->params[k]->shape,
+                                &in->operands[k]->shape))
+            continue;
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "instruction %s: operand %d does not have the "
+                            "shape of parameter %d of %s",
+                            in->name, k, k, c->name);
+    }
+    if (!c->root || !hs_shape_compatible(&c->root->shape, &in->shape))
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "instruction %s: its shape is not that of the "
+                            "root of %s", in->name, c->name);
+    s->data = dev_fusion_compile(x, in);
+    if (s->data)
+        return HS_OK;
+    if (x->err->status != HS_OK)
+        return x->err->status;
+    return plan_for(x, c, depth + 1, &s->callee[0]);
+}
+
+static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
                           dev_plan **out)
 {
     int id = c->id;
@@ -242,6 +331,12 @@ static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
     for (int k = 0; k < p->n_steps; k++) {
         dev_step *s = &p->steps[k];
         const hs_instruction *in = s->in;
+        if (in->opcode == HS_OP_FUSION) {
+            st = plan_fusion(x, in, s, depth);
+            if (st)
+                return st;
+            continue;
+        }
         int n_callee = in->opcode == HS_OP_WHILE ? 2
                        : (in->opcode == HS_OP_CALL ||
                           in->opcode == HS_OP_REDUCE)
@@ -257,10 +352,12 @@ static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
                 return st;
         }
         if (in->opcode == HS_OP_REDUCE) {
-            if (s->callee[0]->n_params != 2)
-                return dev_unsupported(x, in, "a reducer without two "
-                                              "parameters");
-            s->aux = dev_reducer_fast_op(in->called[0]);
+            if (s->callee[0]->n_params != in->n_operands)
+                return dev_unsupported(x, in, "a reducer whose parameters "
+                                              "are not (accumulators, "
+                                              "elements)");
+            s->aux = in->n_operands == 2 ? dev_reducer_fast_op(in->called[0])
+                                         : -1;
         }
         if (in->opcode == HS_OP_WHILE &&
             (s->callee[0]->n_params != 1 || s->callee[1]->n_params != 1))
@@ -383,6 +480,11 @@ static hs_status build_plan(dev_ctx *x, const hs_computation *c,
             last[s->ops[o]] = j;
         }
         dev_cost(x->spec, in, &s->flops, &s->bytes, &s->seconds);
+        s->host_transfer = dev_is_host_transfer(in);
+        if (in->opcode == HS_OP_DYNAMIC_SLICE)
+            s->aux = dev_dynamic_slice_is_view(in);
+        if (in->opcode == HS_OP_PAD && !(s->data = dev_pad_config(x, in)))
+            return x->err->status;
         j++;
     }
     p->n_steps = n_steps;

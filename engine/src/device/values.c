@@ -166,6 +166,37 @@ dev_val *dev_array_alias(dev_ctx *x, const hs_shape *shape, dev_block *b)
     return v;
 }
 
+dev_val *dev_array_view(dev_ctx *x, const hs_shape *shape, dev_block *b,
+                        int64_t off)
+{
+    /* A view of a view is a view of the owner: chains never form. */
+    while (b->parent) {
+        off += (char *)b->data - (char *)b->parent->data;
+        b = b->parent;
+    }
+    dev_val *v = val_alloc(x);
+    dev_block *vb = v ? block_alloc(x) : NULL;
+    if (!vb) {
+        if (v) {
+            v->next = x->val_pool;
+            x->val_pool = v;
+        }
+        return NULL;
+    }
+    vb->data = (char *)b->data + off;
+    vb->space = b->space;
+    vb->parent = b;
+    b->refs++;
+    v->shape = shape;
+    v->block = vb;
+    return v;
+}
+
+bool dev_block_shared(const dev_block *b)
+{
+    return b->refs != 1 || b->cap == 0 || b->parent != NULL;
+}
+
 dev_val *dev_tuple_new(dev_ctx *x, const hs_shape *shape, int n)
 {
     dev_val *v = val_alloc(x);
@@ -196,6 +227,14 @@ static void block_release(dev_ctx *x, dev_block *b)
 {
     if (--b->refs > 0)
         return;
+    if (b->parent) {
+        dev_block *parent = b->parent;
+        b->parent = NULL;
+        b->next = x->block_pool;
+        x->block_pool = b;
+        block_release(x, parent);
+        return;
+    }
     x->live[b->space] -= b->bytes;
     if (b->cap) {
         if (x->n_cache < CACHE_MAX) {
@@ -240,6 +279,9 @@ dev_val *dev_take(const dev_step *s, dev_val **f, int k)
 
 void dev_ctx_cleanup(dev_ctx *x)
 {
+    free(x->fusion_scratch);
+    x->fusion_scratch = NULL;
+    x->fusion_scratch_cap = 0;
     while (x->cache) {
         dev_block *b = x->cache;
         x->cache = b->next;
