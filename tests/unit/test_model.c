@@ -494,6 +494,55 @@ static void options_override_the_description(void **state)
     hs_model_free(m);
 }
 
+/* loop "scan": the repeat's parameters keep their names and order, and
+ * the entry takes one stacked [L, ...] parameter per name; hs_model_args
+ * hands out the stacks, whose slices are the per-layer values. */
+static void scanned_args_feed_stacked_parameters(void **state)
+{
+    (void)state;
+    hs_model *m = two_linears(0, "scan");
+    assert_int_equal(m->n_params, 4);
+    assert_string_equal(m->params[0].name, "layers.0.weight");
+    assert_string_equal(m->params[3].name, "layers.1.bias");
+    assert_int_equal(m->n_stacks, 2);
+    assert_int_equal(m->n_args, 3);
+    assert_string_equal(m->stacks[0].name, "layers.0-1.weight");
+    assert_string_equal(m->stacks[1].name, "layers.0-1.bias");
+    assert_int_equal(m->stacks[0].shape.dims[0], 2);
+    assert_int_equal(m->stacks[0].shape.dims[1], 32);
+    const int64_t slices[4] = {0, 0, 1, 1};
+    const int stacks[4] = {0, 1, 0, 1};
+    for (int i = 0; i < 4; i++) {
+        const hs_model_param *p = &m->params[i];
+        assert_int_equal(p->slice, slices[i]);
+        assert_int_equal(p->stack, stacks[i]);
+        assert_int_equal(p->number, m->stacks[stacks[i]].number);
+        size_t bytes = (size_t)hs_shape_bytes(&p->shape);
+        assert_ptr_equal(p->value->data,
+                         (char *)m->stacks[p->stack].value->data +
+                             (size_t)p->slice * bytes);
+    }
+    hs_tensor *args[8];
+    assert_int_equal(hs_model_args(m, args, 8), 3);
+    assert_int_equal(hs_model_args(m, args, 2), -1);
+    assert_ptr_equal(args[0], m->input);
+    assert_ptr_equal(args[1], m->stacks[0].value);
+    assert_ptr_equal(args[2], m->stacks[1].value);
+    assert_int_equal(m->module->entry->n_params, 3);
+    assert_string_equal(m->module->entry->params[1]->name, "layers.0-1.weight");
+    hs_model_free(m);
+
+    hs_model_options so = {.loop = "scan", .shapes_only = true};
+    m = load_opts("{\"input\": {\"shape\": [2, 8]}, \"layers\": [{\"repeat\":"
+                  " 3, \"block\": {\"type\": \"linear\", \"features\": 8}}]}",
+                  &so);
+    assert_int_equal(m->n_stacks, 2);
+    assert_null(m->stacks[0].value);
+    assert_null(m->params[0].value);
+    assert_int_equal(hs_model_args(m, args, 8), -1);
+    hs_model_free(m);
+}
+
 static void args_follow_parameter_order(void **state)
 {
     (void)state;
@@ -504,8 +553,15 @@ static void args_follow_parameter_order(void **state)
     for (int i = 0; i < 4; i++)
         assert_ptr_equal(args[1 + i], m->params[i].value);
     assert_int_equal(hs_model_args(m, args, 4), -1);
+    assert_int_equal(m->n_args, 5);
+    assert_int_equal(m->n_stacks, 0);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(m->params[i].slice, -1);
+        assert_int_equal(m->params[i].stack, -1);
+    }
     hs_model_free(m);
 }
+
 
 /* ---- examples ------------------------------------------------------------------- */
 
@@ -731,6 +787,7 @@ int main(void)
         cmocka_unit_test(init_follows_pytorch_ranges),
         cmocka_unit_test(options_override_the_description),
         cmocka_unit_test(args_follow_parameter_order),
+        cmocka_unit_test(scanned_args_feed_stacked_parameters),
         cmocka_unit_test(examples_load),
         cmocka_unit_test(linear_computes_x_wt_plus_b),
         cmocka_unit_test(norms_and_softmax_match_torch_formulas),
