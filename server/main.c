@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "http.h"
 
 static void usage(FILE *f)
 {
@@ -15,6 +16,8 @@ static void usage(FILE *f)
             "  run FILE [--dump DIR] [--device NAME] [--loop scan|unrolled]\n"
             "               run on the emulated device; --dump writes .npy files\n"
             "  devices      list the emulated device presets\n"
+            "  serve [--port 8080] [--bind 127.0.0.1] [--data DIR] [--examples DIR] ...\n"
+            "               the REST API (docs/API.md); `serve --help` lists the limits\n"
             "\n"
             "exit status: 0 ok, 1 runtime failure, 2 bad input\n");
 }
@@ -37,6 +40,8 @@ int main(int argc, char **argv)
         return hs_cli_run(argc - 2, argv + 2);
     if (strcmp(cmd, "devices") == 0)
         return hs_cli_devices(argc - 2, argv + 2);
+    if (strcmp(cmd, "serve") == 0)
+        return hs_cli_serve(argc - 2, argv + 2);
     fprintf(stderr, "hloscope: unknown command '%s'\n", cmd);
     usage(stderr);
     return HS_EXIT_USAGE;

@@ -1,0 +1,122 @@
+/*
+ * api.h - the REST endpoints: request canonicalization and ids, building a
+ * program (trace or parse, then compile) from a request, result summaries,
+ * and the handlers the route table points to.
+ *
+ * A result is content-addressed: its id is the XXH3-128 (hex) of the
+ * canonical request
+ *     {"body": <model or {"hlo": ...}>, "endpoint": "compile",
+ *      "query": {<overrides>}}
+ * dumped with JSON_SORT_KEYS | JSON_COMPACT. The same request always gets
+ * the same id, so a repeated POST is answered from the store and a result
+ * link can be recomputed from its row after a restart.
+ */
+#ifndef HLOSCOPE_API_H
+#define HLOSCOPE_API_H
+
+#include <jansson.h>
+
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_model.h"
+#include "http.h"
+
+#define API_ID_LEN 32
+
+/* ---- requests ---------------------------------------------------------- */
+
+typedef struct api_request {
+    char endpoint[16];  /* "compile" | "run" | "compare" */
+    json_t *canonical;  /* {"body", "endpoint", "query"} (owned) */
+    char *text;         /* canonical text, malloc'ed */
+    char id[API_ID_LEN + 1];
+} api_request;
+
+/* Parses rq's body and query into a canonical request. On bad input fills
+ * rp (400/413/422) and returns -1. */
+int api_request_parse(srv *s, const char *endpoint, const srv_request *rq,
+                      api_request *ar, srv_reply *rp);
+/* Rebuilds a request from its stored canonical text. */
+int api_request_from_text(const char *text, api_request *ar, hs_error *e);
+/* A request for endpoint with body and query (both borrowed): its
+ * canonical form and id. */
+int api_request_make(const char *endpoint, json_t *body, json_t *query,
+                     api_request *ar);
+void api_request_free(api_request *ar);
+/* XXH3-128 hex of text. */
+void api_hash_id(const char *text, size_t len, char out[API_ID_LEN + 1]);
+/* Is s a well-formed id (32 lowercase hex digits)? */
+bool api_id_valid(const char *s);
+
+/* ---- programs ------------------------------------------------------------ */
+
+typedef struct api_program {
+    hs_model *model;      /* model body */
+    hs_module *hlo;       /* {"hlo": ...} body */
+    hs_tensor **hlo_args; /* run of an HLO body */
+    int n_hlo_args;
+    hs_metrics *metrics;  /* per request: TraceTime, CompileTime, ... */
+    hs_executable *exe;
+    char device[64];
+    bool cache_hit;       /* the compile cache answered */
+} api_program;
+
+/* Traces or parses body with query's overrides and compiles it (cache and
+ * deadline from s and deadline_ns). for_run also draws weights and
+ * arguments, after checking that the run fits the server's run limits. */
+int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
+                      int64_t deadline_ns, api_program *p, hs_error *e);
+const hs_module *api_program_traced(const api_program *p);
+void api_program_free(api_program *p);
+
+/* FLOPs and bytes one execution of m touches (while bodies times their
+ * known trip counts), the estimate the run limits are checked against. */
+void api_cost_estimate(const hs_module *m, double *flops, double *bytes);
+
+/* ---- results ------------------------------------------------------------- */
+
+/* Computes the result of a compile / run / compare request: *status is the
+ * HTTP status, *summary the result JSON (or error object), *metrics the
+ * compile report and metrics (NULL on error). Stores successes. */
+void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
+                 int *status, json_t **summary, json_t **metrics);
+
+/* The compile summary of p (ids and links included). */
+json_t *api_summary_compile(const api_request *ar, const api_program *p);
+json_t *api_metrics_json(const api_program *p);
+json_t *api_links(const char *id, const char *endpoint);
+/* Device memory of a compiled module: buffer assignment when the build
+ * has it (peak per memory space, stats, live ranges). */
+json_t *api_memory_json(const hs_module *m, const char *device, bool timeline);
+json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
+                    hs_error *e);
+
+/* ---- examples ------------------------------------------------------------ */
+
+typedef struct api_examples api_examples;
+api_examples *api_examples_load(const char *dir, int *count);
+void api_examples_free(api_examples *x);
+
+/* ---- handlers (api_*.c), listed in the route table (api_routes.c) ------- */
+
+srv_outcome api_healthz(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_prometheus(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_openapi(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_devices(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_examples_list(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_example_get(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_post_compile(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_post_run(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_post_compare(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_summary(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_hlo(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_graph_svg(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_graph_dot(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_graph_json(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_memory_json(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp);
+
+/* The OpenAPI document (docs/openapi.json, embedded at build time). */
+extern const char api_openapi_json[];
+
+#endif

@@ -1,0 +1,209 @@
+/* api_compare.c - POST /v1/compare: two variants of one model compiled
+ * side by side. Each variant is also a compile result of its own (its id
+ * is the one POST /v1/compile?<variant> gives), so its graphs and HLO are
+ * one link away; the comparison adds ratios and an instruction diff. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "store.h"
+
+#define DIFF_LIST_MAX 100
+
+static json_t *variant_query(json_t *query, json_t *variant)
+{
+    json_t *q = json_deep_copy(query);
+    json_object_update(q, variant);
+    return q;
+}
+
+static json_t *instr_json(const hs_instruction *in)
+{
+    char shape[256] = "";
+    hs_shape_print(&in->shape, false, shape, sizeof shape);
+    return json_pack("{s:s, s:s, s:s, s:s}", "name", in->name, "opcode",
+                     hs_opcode_name(in->opcode), "shape", shape, "computation",
+                     in->parent ? in->parent->name : "");
+}
+
+static void append_capped(json_t *list, json_t *item, bool *truncated)
+{
+    if (json_array_size(list) < DIFF_LIST_MAX)
+        json_array_append_new(list, item);
+    else {
+        json_decref(item);
+        *truncated = true;
+    }
+}
+
+/* Instructions matched by name across all computations: added (only in
+ * b), removed (only in a), changed (opcode or shape differ), and the
+ * opcode histogram of both. */
+static json_t *diff_modules(const hs_module *a, const hs_module *b)
+{
+    json_t *index = json_object(); /* name -> instruction of a (as int) */
+    json_t *opcodes = json_object();
+    int64_t n_added = 0, n_removed = 0, n_changed = 0, n_same = 0;
+    json_t *added = json_array(), *removed = json_array(), *changed = json_array();
+    bool truncated = false;
+    const hs_module *mods[2] = {a, b};
+    for (int side = 0; side < 2; side++)
+        for (int c = 0; c < mods[side]->n_comps; c++) {
+            const hs_computation *comp = mods[side]->comps[c];
+            for (int k = 0; k < comp->n_instrs; k++) {
+                const hs_instruction *in = comp->instrs[k];
+                const char *op = hs_opcode_name(in->opcode);
+                json_t *row = json_object_get(opcodes, op);
+                if (!row) {
+                    row = json_pack("{s:i, s:i}", "a", 0, "b", 0);
+                    json_object_set_new(opcodes, op, row);
+                }
+                const char *k_side = side ? "b" : "a";
+                json_object_set_new(row, k_side,
+                                    json_integer(json_integer_value(
+                                                     json_object_get(row, k_side)) +
+                                                 1));
+                if (side == 0)
+                    json_object_set_new(index, in->name,
+                                        json_integer((json_int_t)(intptr_t)in));
+            }
+        }
+    for (int c = 0; c < b->n_comps; c++) {
+        const hs_computation *comp = b->comps[c];
+        for (int k = 0; k < comp->n_instrs; k++) {
+            const hs_instruction *in = comp->instrs[k];
+            json_t *match = json_object_get(index, in->name);
+            if (!match) {
+                n_added++;
+                append_capped(added, instr_json(in), &truncated);
+                continue;
+            }
+            const hs_instruction *old =
+                (const hs_instruction *)(intptr_t)json_integer_value(match);
+            json_object_del(index, in->name);
+            if (old->opcode != in->opcode ||
+                !hs_shape_compatible(&old->shape, &in->shape)) {
+                n_changed++;
+                append_capped(changed,
+                              json_pack("{s:s, s:o, s:o}", "name", in->name, "a",
+                                        instr_json(old), "b", instr_json(in)),
+                              &truncated);
+            } else {
+                n_same++;
+            }
+        }
+    }
+    const char *name;
+    json_t *v;
+    json_object_foreach(index, name, v)
+    {
+        n_removed++;
+        append_capped(removed,
+                      instr_json((const hs_instruction *)(intptr_t)json_integer_value(v)),
+                      &truncated);
+    }
+    json_decref(index);
+    return json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:b, s:o}",
+                     "stage", "optimized", "counts", "added", (json_int_t)n_added,
+                     "removed", (json_int_t)n_removed, "changed",
+                     (json_int_t)n_changed, "unchanged", (json_int_t)n_same,
+                     "added", added, "removed", removed, "changed", changed,
+                     "truncated", truncated, "opcodes", opcodes);
+}
+
+static double ratio(json_t *a, json_t *b)
+{
+    double x = json_number_value(a), y = json_number_value(b);
+    return x > 0 ? y / x : 0;
+}
+
+static json_t *variant_summary(srv *s, const char *label, json_t *variant,
+                               const api_request *sub, const api_program *p)
+{
+    json_t *sum = api_summary_compile(sub, p);
+    char *text = json_dumps(sum, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_t *met = api_metrics_json(p);
+    char *mtext = json_dumps(met, JSON_COMPACT);
+    json_decref(met);
+    /* Keep the variant as a compile result of its own. */
+    if (text && store_put_request(s->store, sub->id, "compile", sub->text) == 0)
+        store_put_result(s->store, sub->id, 200, text, mtext);
+    free(text);
+    free(mtext);
+    json_t *o = json_pack("{s:s, s:O}", "label", label, "variant", variant);
+    json_object_update(o, sum);
+    json_decref(sum);
+    return o;
+}
+
+json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
+                    hs_error *e)
+{
+    json_t *body = json_object_get(ar->canonical, "body");
+    json_t *query = json_object_get(ar->canonical, "query");
+    json_t *model = json_object_get(body, "model");
+    static const char *const label[2] = {"a", "b"};
+    api_program p[2];
+    api_request sub[2];
+    json_t *side[2] = {NULL, NULL}, *out = NULL;
+    memset(p, 0, sizeof p);
+    memset(sub, 0, sizeof sub);
+    int built = 0;
+    for (; built < 2; built++) {
+        json_t *variant = json_object_get(body, label[built]);
+        json_t *q = variant_query(query, variant);
+        int rc = q ? api_request_make("compile", model, q, &sub[built]) : -1;
+        json_decref(q);
+        if (rc != 0) {
+            hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+            break;
+        }
+        q = json_object_get(sub[built].canonical, "query");
+        if (api_program_build(s, model, q, false, deadline_ns, &p[built], e) != 0) {
+            /* Say which variant failed: a's and b's overrides differ. */
+            char msg[sizeof e->message];
+            memcpy(msg, e->message, sizeof msg);
+            snprintf(e->message, sizeof e->message, "variant %s: %.480s",
+                     label[built], msg);
+            api_program_free(&p[built]);
+            api_request_free(&sub[built]);
+            break;
+        }
+        side[built] = variant_summary(s, label[built], variant, &sub[built], &p[built]);
+    }
+    if (built == 2) {
+        json_t *mem_a = json_object_get(side[0], "memory");
+        json_t *mem_b = json_object_get(side[1], "memory");
+        json_t *ratios = json_pack(
+            "{s:f, s:f, s:f, s:f}", "instructions_optimized",
+            ratio(json_object_get(json_object_get(side[0], "instructions"), "optimized"),
+                  json_object_get(json_object_get(side[1], "instructions"), "optimized")),
+            "instructions_traced",
+            ratio(json_object_get(json_object_get(side[0], "instructions"), "traced"),
+                  json_object_get(json_object_get(side[1], "instructions"), "traced")),
+            "compile_seconds",
+            ratio(json_object_get(side[0], "compile_seconds"),
+                  json_object_get(side[1], "compile_seconds")),
+            "trace_seconds",
+            ratio(json_object_get(side[0], "trace_seconds"),
+                  json_object_get(side[1], "trace_seconds")));
+        if (json_object_get(mem_a, "peak_device_bytes"))
+            json_object_set_new(ratios, "peak_device_bytes",
+                                json_real(ratio(json_object_get(mem_a, "peak_device_bytes"),
+                                                json_object_get(mem_b, "peak_device_bytes"))));
+        out = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", ar->id,
+                        "endpoint", "compare", "a", side[0], "b", side[1],
+                        "ratios", ratios, "diff",
+                        diff_modules(hs_executable_module(p[0].exe),
+                                     hs_executable_module(p[1].exe)),
+                        "links", api_links(ar->id, "compare"));
+        side[0] = side[1] = NULL;
+    }
+    for (int k = 0; k < built; k++) {
+        json_decref(side[k]);
+        api_program_free(&p[k]);
+        api_request_free(&sub[k]);
+    }
+    return out;
+}

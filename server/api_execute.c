@@ -1,0 +1,236 @@
+/* api_execute.c - POST /v1/compile, /v1/run and /v1/compare: one skeleton.
+ * On the libmicrohttpd thread the request is canonicalized and looked up
+ * by id (a stored result is answered at once); otherwise it is recorded as
+ * pending and deferred to a worker, which computes, stores and answers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "hloscope/hs_device.h"
+#include "hloscope/hs_hlo_text.h"
+#include "store.h"
+
+static void cache_hlo(srv *s, const char *id, const api_program *p)
+{
+    const hs_module *mods[2] = {api_program_traced(p), hs_executable_module(p->exe)};
+    static const char *const stage[2] = {"traced", "optimized"};
+    for (int k = 0; k < 2; k++) {
+        char key[96], *text = hs_hlo_print(mods[k]);
+        snprintf(key, sizeof key, "%s/hlo/%s", id, stage[k]);
+        if (text)
+            store_lru_put(s->lru, key, text, strlen(text), "text/plain; charset=utf-8");
+        free(text);
+    }
+}
+
+static json_t *output_json(const hs_tensor *t)
+{
+    char shape[256];
+    hs_shape_print(&t->shape, false, shape, sizeof shape);
+    json_t *o = json_pack("{s:s}", "shape", shape);
+    if (t->shape.dtype == HS_F32) {
+        int64_t n = hs_tensor_elements(t);
+        const float *v = hs_tensor_f32(t);
+        double sum = 0;
+        json_t *first = json_array();
+        for (int64_t i = 0; i < n; i++)
+            sum += v[i];
+        for (int64_t i = 0; i < n && i < 8; i++)
+            json_array_append_new(first, json_real(v[i]));
+        json_object_set_new(o, "sum", json_real(sum));
+        json_object_set_new(o, "first", first);
+    }
+    return o;
+}
+
+/* Executes p on its device and adds "run" and "outputs" to sum. The device
+ * API has no deadline of its own: the deadline is checked before the run,
+ * and the run limits (--max-run-flops, --max-run-bytes) bound its length. */
+static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
+                       hs_error *e)
+{
+    if (deadline_ns > 0 && hs_now_ns() > deadline_ns) {
+        hs_error_set(e, HS_ERR_CANCELLED,
+                     "deadline exceeded before running (limit --deadline-ms or ?timeout_ms)");
+        return -1;
+    }
+    const hs_device_spec *spec = hs_device_find(p->device);
+    hs_tensor **args = p->hlo_args;
+    int n_args = p->n_hlo_args;
+    if (p->model) {
+        args = malloc(sizeof(hs_tensor *) * (size_t)(p->model->n_params + 1));
+        n_args = args ? hs_model_args(p->model, args, p->model->n_params + 1) : -1;
+        if (n_args < 0) {
+            free(args);
+            hs_error_set(e, HS_ERR_NOMEM, "model arguments are not available");
+            return -1;
+        }
+    }
+    hs_tensor **outs = NULL;
+    int n_outs = 0;
+    hs_run_stats st;
+    memset(&st, 0, sizeof st);
+    int64_t t0 = hs_now_ns();
+    hs_status rc = hs_device_run(hs_executable_module(p->exe), spec, args, n_args,
+                                 &outs, &n_outs, &st, e);
+    hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
+    if (p->model)
+        free(args);
+    if (rc != HS_OK)
+        return -1;
+    json_t *o = json_array();
+    for (int k = 0; k < n_outs; k++)
+        json_array_append_new(o, output_json(outs[k]));
+    hs_tensors_free(outs, n_outs);
+    json_object_set_new(sum, "outputs", o);
+    json_object_set_new(
+        sum, "run",
+        json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f}", "sim_seconds",
+                  st.sim_seconds, "flops", st.flops, "bytes_accessed",
+                  st.bytes_accessed, "instructions", (json_int_t)st.instructions,
+                  "peak_device_bytes", (json_int_t)st.peak_device_bytes,
+                  "peak_host_bytes", (json_int_t)st.peak_host_bytes,
+                  "wall_seconds", st.wall_seconds));
+    return 0;
+}
+
+static char *dumps(json_t *o)
+{
+    return o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+}
+
+void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
+                 int *status, json_t **summary, json_t **metrics)
+{
+    hs_error e;
+    hs_error_clear(&e);
+    json_t *body = json_object_get(ar->canonical, "body");
+    json_t *query = json_object_get(ar->canonical, "query");
+    json_t *sum = NULL, *met = NULL;
+    if (strcmp(ar->endpoint, "compare") == 0) {
+        sum = api_compare(s, ar, deadline_ns, &e);
+    } else {
+        api_program p;
+        bool run = strcmp(ar->endpoint, "run") == 0;
+        if (api_program_build(s, body, query, run, deadline_ns, &p, &e) == 0) {
+            sum = api_summary_compile(ar, &p);
+            cache_hlo(s, ar->id, &p);
+            if (run && run_program(s, &p, sum, deadline_ns, &e) != 0) {
+                json_decref(sum);
+                sum = NULL;
+            }
+            if (sum)
+                met = api_metrics_json(&p);
+        }
+        api_program_free(&p);
+    }
+    if (sum) {
+        *status = 200;
+        char *st = dumps(sum), *mt = dumps(met);
+        if (st) {
+            store_put_result(s->store, ar->id, 200, st, mt);
+            char key[64];
+            snprintf(key, sizeof key, "%s/summary", ar->id);
+            store_lru_put(s->lru, key, st, strlen(st), "application/json");
+        }
+        free(st);
+        free(mt);
+    } else {
+        *status = srv_status_for(e.status);
+        sum = srv_error_json(&e);
+        /* Bad input gives the same error every time: keep it, so that the
+         * result link explains itself. Deadlines and shutdown are not
+         * kept: the request stays pending and is recomputed on demand. */
+        if (*status == 400 || *status == 422) {
+            char *st = dumps(sum);
+            if (st)
+                store_put_result(s->store, ar->id, *status, st, NULL);
+            free(st);
+        }
+    }
+    *summary = sum;
+    if (metrics)
+        *metrics = met;
+    else
+        json_decref(met);
+}
+
+/* ---- the POST skeleton --------------------------------------------------- */
+
+static void request_state_free(void *p)
+{
+    api_request_free(p);
+    free(p);
+}
+
+/* Answers from the LRU or the store when the id already has a good result. */
+static bool answer_stored(srv *s, const char *id, srv_reply *rp)
+{
+    char key[64], *data;
+    size_t len;
+    const char *type;
+    snprintf(key, sizeof key, "%s/summary", id);
+    if (store_lru_get(s->lru, key, &data, &len, &type)) {
+        srv_reply_text(rp, 200, type, data, len);
+        snprintf(rp->cache, sizeof rp->cache, "hit");
+        return true;
+    }
+    store_row row;
+    if (store_get(s->store, id, &row) != 1)
+        return false;
+    bool ok = row.status == 200 && row.summary;
+    if (ok) {
+        store_lru_put(s->lru, key, row.summary, strlen(row.summary), "application/json");
+        size_t n = strlen(row.summary);
+        srv_reply_text(rp, 200, "application/json", row.summary, n);
+        row.summary = NULL;
+        snprintf(rp->cache, sizeof rp->cache, "hit");
+    }
+    store_row_free(&row);
+    return ok;
+}
+
+static srv_outcome post(srv *s, srv_request *rq, srv_reply *rp,
+                        const char *endpoint)
+{
+    api_request *ar = rq->state;
+    if (!rq->in_worker) {
+        ar = calloc(1, sizeof *ar);
+        if (!ar)
+            return srv_reply_error(rp, 503, "host_out_of_memory", "", "out of host memory");
+        if (api_request_parse(s, endpoint, rq, ar, rp) != 0) {
+            free(ar);
+            return SRV_DONE;
+        }
+        rq->state = ar;
+        rq->state_free = request_state_free;
+        bool hit = answer_stored(s, ar->id, rp);
+        srv_metrics_result_cache(s->metrics, hit);
+        if (hit)
+            return SRV_DONE;
+        if (store_put_request(s->store, ar->id, endpoint, ar->text) != 0)
+            return srv_reply_error(rp, 500, "io", "", "cannot record the request");
+        return SRV_DEFER;
+    }
+    int status;
+    json_t *sum;
+    api_execute(s, ar, rq->deadline_ns, &status, &sum, NULL);
+    snprintf(rp->cache, sizeof rp->cache, "miss");
+    return srv_reply_json(rp, status, sum);
+}
+
+srv_outcome api_post_compile(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return post(s, rq, rp, "compile");
+}
+
+srv_outcome api_post_run(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return post(s, rq, rp, "run");
+}
+
+srv_outcome api_post_compare(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return post(s, rq, rp, "compare");
+}

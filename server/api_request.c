@@ -1,0 +1,294 @@
+/* api_request.c - from an HTTP request to a canonical request and its id:
+ * body size and depth limits, JSON syntax (line and column), the query
+ * overrides, and compare's variants. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "api.h"
+#include "hloscope/hs_device.h"
+
+void api_hash_id(const char *text, size_t len, char out[API_ID_LEN + 1])
+{
+    XXH128_hash_t h = XXH3_128bits(text, len);
+    snprintf(out, API_ID_LEN + 1, "%016llx%016llx", (unsigned long long)h.high64,
+             (unsigned long long)h.low64);
+}
+
+bool api_id_valid(const char *s)
+{
+    size_t n = 0;
+    for (; s[n]; n++)
+        if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+            return false;
+    return n == API_ID_LEN;
+}
+
+void api_request_free(api_request *ar)
+{
+    json_decref(ar->canonical);
+    free(ar->text);
+    memset(ar, 0, sizeof *ar);
+}
+
+int api_request_make(const char *endpoint, json_t *body, json_t *query,
+                     api_request *ar)
+{
+    memset(ar, 0, sizeof *ar);
+    snprintf(ar->endpoint, sizeof ar->endpoint, "%s", endpoint);
+    ar->canonical = json_pack("{s:s, s:O, s:O}", "endpoint", endpoint, "body",
+                              body, "query", query);
+    ar->text = ar->canonical
+                   ? json_dumps(ar->canonical, JSON_SORT_KEYS | JSON_COMPACT)
+                   : NULL;
+    if (!ar->text) {
+        api_request_free(ar);
+        return -1;
+    }
+    api_hash_id(ar->text, strlen(ar->text), ar->id);
+    return 0;
+}
+
+int api_request_from_text(const char *text, api_request *ar, hs_error *e)
+{
+    json_error_t je;
+    json_t *c = json_loads(text, 0, &je);
+    const char *ep = json_string_value(json_object_get(c, "endpoint"));
+    json_t *body = json_object_get(c, "body"), *q = json_object_get(c, "query");
+    int rc = -1;
+    if (ep && body && json_is_object(q))
+        rc = api_request_make(ep, body, q, ar);
+    json_decref(c);
+    if (rc != 0)
+        hs_error_set(e, HS_ERR_IO, "stored request is unreadable");
+    return rc;
+}
+
+/* Nesting of arrays and objects, outside strings; stops early past limit. */
+static int json_depth(const char *p, size_t n, int limit)
+{
+    int depth = 0, max = 0;
+    bool in_str = false;
+    for (size_t k = 0; k < n; k++) {
+        char c = p[k];
+        if (in_str) {
+            if (c == '\\')
+                k++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max && (max = depth) > limit)
+                return max;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return max;
+}
+
+static const char *const k_loops[] = {"unrolled", "scan", NULL};
+static const char *const k_residuals[] = {"save", "remat", "offload", NULL};
+
+static bool one_of(const char *v, const char *const *set)
+{
+    for (; *set; set++)
+        if (strcmp(v, *set) == 0)
+            return true;
+    return false;
+}
+
+/* Validates one override (from the query, or a compare variant) and adds it
+ * to out. where is "?" for the query or a JSON pointer prefix ("/a/"). On
+ * error fills rp and returns -1. */
+static int add_override(const char *key, const char *value, json_t *jvalue,
+                        const char *where, json_t *out, srv_reply *rp)
+{
+    char path[96];
+    snprintf(path, sizeof path, "%s%s", where, key);
+    if (jvalue && !json_is_string(jvalue) &&
+        !(strcmp(key, "batch") == 0 && json_is_integer(jvalue))) {
+        srv_reply_error(rp, 422, "invalid", path, "'%s' must be a %s", key,
+                        strcmp(key, "batch") == 0 ? "positive integer" : "string");
+        return -1;
+    }
+    if (jvalue && json_is_string(jvalue))
+        value = json_string_value(jvalue);
+    if (strcmp(key, "loop") == 0 || strcmp(key, "residuals") == 0) {
+        const char *const *set = key[0] == 'l' ? k_loops : k_residuals;
+        if (!one_of(value, set)) {
+            srv_reply_error(rp, 422, "invalid", path,
+                            "unknown %s '%s' (known: %s)", key, value,
+                            key[0] == 'l' ? "unrolled, scan"
+                                          : "save, remat, offload");
+            return -1;
+        }
+        json_object_set_new(out, key, json_string(value));
+    } else if (strcmp(key, "device") == 0) {
+        if (!hs_device_find(value)) {
+            srv_reply_error(rp, 422, "invalid", path,
+                            "unknown device '%s' (GET /v1/devices lists them)",
+                            value);
+            return -1;
+        }
+        json_object_set_new(out, key, json_string(value));
+    } else if (strcmp(key, "batch") == 0) {
+        long long b = 0;
+        if (jvalue && json_is_integer(jvalue)) {
+            b = json_integer_value(jvalue);
+        } else {
+            char *end;
+            errno = 0;
+            b = strtoll(value, &end, 10);
+            if (errno || *end || end == value)
+                b = 0;
+        }
+        if (b <= 0 || b > (1LL << 31)) {
+            srv_reply_error(rp, 422, "invalid", path,
+                            "batch must be an integer in [1, 2^31]");
+            return -1;
+        }
+        json_object_set_new(out, key, json_integer(b));
+    } else {
+        srv_reply_error(rp, 422, "invalid", path,
+                        "unknown override '%s' (known: loop, residuals, "
+                        "device, batch)",
+                        key);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_query(const srv_request *rq, json_t *q, srv_reply *rp)
+{
+    for (int k = 0; k < rq->n_query; k++) {
+        if (strcmp(rq->query_key[k], "timeout_ms") == 0)
+            continue; /* not part of the result: it only bounds the work */
+        if (add_override(rq->query_key[k],
+                         rq->query_value[k] ? rq->query_value[k] : "", NULL,
+                         "?", q, rp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* {"hlo": "..."} takes no other key; a model is checked by the loader. */
+static int check_body(json_t *body, srv_reply *rp)
+{
+    json_t *hlo = json_object_get(body, "hlo");
+    if (!hlo)
+        return 0;
+    if (!json_is_string(hlo)) {
+        srv_reply_error(rp, 422, "invalid", "/hlo", "'hlo' must be a string of HLO text");
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        if (strcmp(key, "hlo") == 0)
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/%s", key);
+        srv_reply_error(rp, 422, "invalid", path,
+                        "unknown key '%s' next to 'hlo' (use ?device= to pick a device)",
+                        key);
+        return -1;
+    }
+    return 0;
+}
+
+/* compare: {"model": {...} or {"hlo": ...}, "a": {overrides}, "b": {...}} */
+static int check_compare(json_t *body, srv_reply *rp)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        char path[300];
+        snprintf(path, sizeof path, "/%s", key);
+        if (strcmp(key, "model") != 0 && strcmp(key, "a") != 0 &&
+            strcmp(key, "b") != 0) {
+            srv_reply_error(rp, 422, "invalid", path,
+                            "unknown key '%s' (compare takes model, a, b)", key);
+            return -1;
+        }
+        if (!json_is_object(v)) {
+            srv_reply_error(rp, 422, "invalid", path, "'%s' must be an object", key);
+            return -1;
+        }
+    }
+    static const char *const need[] = {"model", "a", "b"};
+    for (int k = 0; k < 3; k++)
+        if (!json_object_get(body, need[k])) {
+            srv_reply_error(rp, 422, "invalid", "",
+                            "compare needs '%s' (body: {\"model\": {...}, "
+                            "\"a\": {\"loop\": \"unrolled\"}, \"b\": {\"loop\": \"scan\"}})",
+                            need[k]);
+            return -1;
+        }
+    for (int k = 1; k < 3; k++) {
+        json_t *variant = json_object_get(body, need[k]), *clean = json_object();
+        char where[8];
+        snprintf(where, sizeof where, "/%s/", need[k]);
+        json_object_foreach(variant, key, v)
+        {
+            if (add_override(key, NULL, v, where, clean, rp) != 0) {
+                json_decref(clean);
+                return -1;
+            }
+        }
+        json_object_set_new(body, need[k], clean);
+    }
+    return check_body(json_object_get(body, "model"), rp);
+}
+
+int api_request_parse(srv *s, const char *endpoint, const srv_request *rq,
+                      api_request *ar, srv_reply *rp)
+{
+    const srv_limits *lim = &s->cfg.limits;
+    memset(ar, 0, sizeof *ar);
+    if (rq->body_len == 0) {
+        srv_reply_error(rp, 400, "parse", "",
+                        "the request body is empty: send a model description "
+                        "(JSON) or {\"hlo\": \"HloModule ...\"}");
+        return -1;
+    }
+    int depth = json_depth(rq->body, rq->body_len, lim->max_json_depth);
+    if (depth > lim->max_json_depth) {
+        srv_reply_error(rp, 422, "limit", "",
+                        "JSON nesting deeper than %d levels (limit "
+                        "--max-json-depth)",
+                        lim->max_json_depth);
+        return -1;
+    }
+    json_error_t je;
+    json_t *body = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &je);
+    if (!body) {
+        json_t *err = json_pack("{s:{s:s, s:s, s:s, s:i, s:i}}", "error", "code",
+                                "parse", "message", je.text, "path", "", "line",
+                                je.line, "column", je.column);
+        srv_reply_json(rp, 400, err);
+        return -1;
+    }
+    json_t *q = json_object();
+    int rc = -1;
+    if (!json_is_object(body)) {
+        srv_reply_error(rp, 422, "invalid", "",
+                        "the body must be a JSON object (a model description "
+                        "or {\"hlo\": ...})");
+    } else if (parse_query(rq, q, rp) == 0 &&
+               (strcmp(endpoint, "compare") == 0 ? check_compare(body, rp)
+                                                 : check_body(body, rp)) == 0) {
+        rc = api_request_make(endpoint, body, q, ar);
+        if (rc != 0)
+            srv_reply_error(rp, 503, "host_out_of_memory", "", "out of host memory");
+    }
+    json_decref(body);
+    json_decref(q);
+    return rc;
+}

@@ -1,0 +1,338 @@
+/* api_results.c - GET /v1/results/{id} and its artefacts. A summary comes
+ * from the LRU or SQLite; an artefact (HLO text, graph, memory timeline)
+ * comes from the LRU, or is recomputed on a worker from the stored
+ * canonical request: the same request traces and compiles to the same
+ * module, so a link works after eviction, restart or kill -9. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "api_render.h"
+#include "hloscope/hs_hlo_text.h"
+#include "store.h"
+
+/* What an artefact handler makes from a compiled program. */
+typedef int (*artefact_fn)(srv *s, const srv_request *rq, const char *id,
+                           const api_program *p, const store_row *row,
+                           srv_reply *rp, hs_error *e);
+
+typedef struct artefact_state {
+    store_row row;
+} artefact_state;
+
+static void artefact_state_free(void *p)
+{
+    artefact_state *st = p;
+    store_row_free(&st->row);
+    free(st);
+}
+
+static const char *id_of(srv_request *rq, srv_reply *rp)
+{
+    const char *id = rq->params[0];
+    if (!api_id_valid(id)) {
+        srv_reply_error(rp, 404, "not_found", "",
+                        "'%s' is not a result id (32 hex digits)", id);
+        return NULL;
+    }
+    return id;
+}
+
+static srv_outcome not_found(srv_reply *rp, const char *id)
+{
+    return srv_reply_error(rp, 404, "not_found", "", "no result with id %s", id);
+}
+
+srv_outcome api_result_summary(srv *s, srv_request *rq, srv_reply *rp)
+{
+    const char *id = id_of(rq, rp);
+    if (!id)
+        return SRV_DONE;
+    char key[256], *data;
+    size_t len;
+    const char *type;
+    snprintf(key, sizeof key, "%s/summary", id);
+    if (!rq->in_worker) {
+        if (store_lru_get(s->lru, key, &data, &len, &type))
+            return srv_reply_text(rp, 200, type, data, len);
+        store_row row;
+        int found = store_get(s->store, id, &row);
+        if (found < 0)
+            return srv_reply_error(rp, 500, "io", "", "cannot read the store");
+        if (found == 0)
+            return not_found(rp, id);
+        if (row.status != 0 && row.summary) {
+            if (row.status == 200)
+                store_lru_put(s->lru, key, row.summary, strlen(row.summary),
+                              "application/json");
+            int status = row.status;
+            srv_reply_text(rp, status, "application/json", row.summary,
+                           strlen(row.summary));
+            row.summary = NULL;
+            store_row_free(&row);
+            return SRV_DONE;
+        }
+        store_row_free(&row);
+        return SRV_DEFER; /* pending: recompute it (the server may have died) */
+    }
+    store_row row;
+    if (store_get(s->store, id, &row) != 1)
+        return not_found(rp, id);
+    api_request ar;
+    hs_error e;
+    hs_error_clear(&e);
+    srv_outcome out;
+    if (api_request_from_text(row.request, &ar, &e) != 0) {
+        out = srv_reply_hs_error(rp, &e);
+    } else {
+        int status;
+        json_t *sum;
+        api_execute(s, &ar, rq->deadline_ns, &status, &sum, NULL);
+        out = srv_reply_json(rp, status, sum);
+        api_request_free(&ar);
+    }
+    store_row_free(&row);
+    return out;
+}
+
+/* The LRU key of an artefact: id, kind and the query that shapes it. */
+static void artefact_key(const srv_request *rq, const char *id, const char *kind,
+                         char *key, size_t size)
+{
+    int n = snprintf(key, size, "%s/%s", id, kind);
+    static const char *const shaping[] = {"stage", "expand", "computation"};
+    for (int k = 0; k < 3 && n > 0 && (size_t)n < size; k++) {
+        const char *v = srv_query(rq, shaping[k]);
+        if (v)
+            n += snprintf(key + n, size - (size_t)n, "&%s=%s", shaping[k], v);
+    }
+}
+
+static srv_outcome artefact(srv *s, srv_request *rq, srv_reply *rp,
+                            const char *kind, artefact_fn make)
+{
+    const char *id = id_of(rq, rp);
+    if (!id)
+        return SRV_DONE;
+    char key[512], *data;
+    size_t len;
+    const char *type;
+    artefact_key(rq, id, kind, key, sizeof key);
+    if (!rq->in_worker) {
+        if (store_lru_get(s->lru, key, &data, &len, &type)) {
+            srv_metrics_artifact_cache(s->metrics, true);
+            snprintf(rp->cache, sizeof rp->cache, "hit");
+            return srv_reply_text(rp, 200, type, data, len);
+        }
+        artefact_state *st = calloc(1, sizeof *st);
+        if (!st)
+            return srv_reply_error(rp, 503, "host_out_of_memory", "", "out of host memory");
+        int found = store_get(s->store, id, &st->row);
+        if (found != 1) {
+            free(st);
+            return found < 0 ? srv_reply_error(rp, 500, "io", "", "cannot read the store")
+                             : not_found(rp, id);
+        }
+        if (strcmp(st->row.endpoint, "compare") == 0) {
+            artefact_state_free(st);
+            return srv_reply_error(rp, 404, "not_found", "",
+                                   "a comparison has no %s of its own: follow "
+                                   "a.links or b.links in its summary",
+                                   kind);
+        }
+        if (st->row.status != 0 && st->row.status != 200) {
+            srv_reply_text(rp, st->row.status, "application/json", st->row.summary,
+                           strlen(st->row.summary));
+            st->row.summary = NULL;
+            artefact_state_free(st);
+            return SRV_DONE;
+        }
+        rq->state = st;
+        rq->state_free = artefact_state_free;
+        return SRV_DEFER;
+    }
+    srv_metrics_artifact_cache(s->metrics, false);
+    artefact_state *st = rq->state;
+    api_request ar;
+    api_program p;
+    hs_error e;
+    hs_error_clear(&e);
+    memset(&p, 0, sizeof p);
+    srv_outcome out = SRV_DONE;
+    if (api_request_from_text(st->row.request, &ar, &e) != 0)
+        return srv_reply_hs_error(rp, &e);
+    if (api_program_build(s, json_object_get(ar.canonical, "body"),
+                          json_object_get(ar.canonical, "query"), false,
+                          rq->deadline_ns, &p, &e) != 0 ||
+        make(s, rq, id, &p, &st->row, rp, &e) != 0) {
+        out = srv_reply_hs_error(rp, &e);
+    } else if (rp->status == 200) {
+        store_lru_put(s->lru, key, rp->body, rp->body_len, rp->content_type);
+        snprintf(rp->cache, sizeof rp->cache, "miss");
+    }
+    api_program_free(&p);
+    api_request_free(&ar);
+    return out;
+}
+
+/* ?stage=traced|optimized (default optimized). */
+static const hs_module *stage_module(const srv_request *rq, const api_program *p,
+                                     hs_error *e)
+{
+    const char *stage = srv_query(rq, "stage");
+    if (!stage || strcmp(stage, "optimized") == 0)
+        return hs_executable_module(p->exe);
+    if (strcmp(stage, "traced") == 0)
+        return api_program_traced(p);
+    hs_error_set(e, HS_ERR_INVALID, "unknown stage '%s' (known: traced, optimized)",
+                 stage);
+    snprintf(e->path, sizeof e->path, "?stage");
+    return NULL;
+}
+
+static int make_hlo(srv *s, const srv_request *rq, const char *id,
+                    const api_program *p, const store_row *row, srv_reply *rp,
+                    hs_error *e)
+{
+    const hs_module *m = stage_module(rq, p, e);
+    if (!m)
+        return -1;
+    char *text = hs_hlo_print(m);
+    srv_reply_text(rp, 200, "text/plain; charset=utf-8", text, text ? strlen(text) : 0);
+    return 0;
+}
+
+static int make_graph(srv *s, const srv_request *rq, const api_program *p,
+                      api_graph_format fmt, srv_reply *rp, hs_error *e)
+{
+    const hs_module *m = stage_module(rq, p, e);
+    if (!m)
+        return -1;
+    double t0 = srv_now();
+    int rc = api_render_graph(s, m, rq, fmt, rp, e);
+    srv_metrics_render(s->metrics, srv_now() - t0);
+    return rc;
+}
+
+static int make_svg(srv *s, const srv_request *rq, const char *id,
+                    const api_program *p, const store_row *row, srv_reply *rp,
+                    hs_error *e)
+{
+    return make_graph(s, rq, p, API_GRAPH_SVG, rp, e);
+}
+
+static int make_dot(srv *s, const srv_request *rq, const char *id,
+                    const api_program *p, const store_row *row, srv_reply *rp,
+                    hs_error *e)
+{
+    return make_graph(s, rq, p, API_GRAPH_DOT, rp, e);
+}
+
+static int make_graph_json(srv *s, const srv_request *rq, const char *id,
+                           const api_program *p, const store_row *row,
+                           srv_reply *rp, hs_error *e)
+{
+    return make_graph(s, rq, p, API_GRAPH_JSON, rp, e);
+}
+
+/* Buffer assignment of the optimized module, and the measured peaks of a
+ * run result. */
+static json_t *memory_of(const api_program *p, const store_row *row)
+{
+    json_t *mem = api_memory_json(hs_executable_module(p->exe), p->device, true);
+    json_t *sum = row->summary ? json_loads(row->summary, 0, NULL) : NULL;
+    json_t *run = json_object_get(sum, "run");
+    if (run)
+        json_object_set_new(
+            mem, "measured",
+            json_pack("{s:O, s:O, s:O}", "peak_device_bytes",
+                      json_object_get(run, "peak_device_bytes"), "peak_host_bytes",
+                      json_object_get(run, "peak_host_bytes"), "sim_seconds",
+                      json_object_get(run, "sim_seconds")));
+    json_decref(sum);
+    return mem;
+}
+
+static int make_memory_json(srv *s, const srv_request *rq, const char *id,
+                            const api_program *p, const store_row *row,
+                            srv_reply *rp, hs_error *e)
+{
+    srv_reply_json(rp, 200, memory_of(p, row));
+    return 0;
+}
+
+static int make_memory_svg(srv *s, const srv_request *rq, const char *id,
+                           const api_program *p, const store_row *row,
+                           srv_reply *rp, hs_error *e)
+{
+    double t0 = srv_now();
+    int rc = api_render_memory(s, hs_executable_module(p->exe), p->device, rq, rp, e);
+    srv_metrics_render(s->metrics, srv_now() - t0);
+    return rc;
+}
+
+srv_outcome api_result_hlo(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "hlo", make_hlo);
+}
+
+srv_outcome api_result_graph_svg(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "graph.svg", make_svg);
+}
+
+srv_outcome api_result_graph_dot(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "graph.dot", make_dot);
+}
+
+srv_outcome api_result_graph_json(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "graph.json", make_graph_json);
+}
+
+srv_outcome api_result_memory_json(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "memory.json", make_memory_json);
+}
+
+srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "memory.svg", make_memory_svg);
+}
+
+/* The compile report and metrics are small and stored with the result. */
+srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp)
+{
+    const char *id = id_of(rq, rp);
+    if (!id)
+        return SRV_DONE;
+    store_row row;
+    int found = store_get(s->store, id, &row);
+    if (found < 0)
+        return srv_reply_error(rp, 500, "io", "", "cannot read the store");
+    if (found == 0)
+        return not_found(rp, id);
+    srv_outcome out;
+    if (row.metrics) {
+        out = srv_reply_text(rp, 200, "application/json", row.metrics,
+                             strlen(row.metrics));
+        row.metrics = NULL;
+    } else if (row.status != 0 && row.status != 200 && row.summary) {
+        out = srv_reply_text(rp, row.status, "application/json", row.summary,
+                             strlen(row.summary));
+        row.summary = NULL;
+    } else if (strcmp(row.endpoint, "compare") == 0) {
+        out = srv_reply_error(rp, 404, "not_found", "",
+                              "a comparison has no metrics of its own: follow "
+                              "a.links or b.links in its summary");
+    } else {
+        out = srv_reply_error(rp, 404, "not_found", "",
+                              "result %s is still being computed; GET "
+                              "/v1/results/%s first",
+                              id, id);
+    }
+    store_row_free(&row);
+    return out;
+}

@@ -1,0 +1,240 @@
+/* api_summary.c - what a result says: the compile summary (sizes, passes,
+ * timings, links to its artefacts), the per-result compile report and
+ * metrics, and device memory from buffer assignment. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "hloscope/hs_device.h"
+#if __has_include("hloscope/hs_buffers.h")
+#include "hloscope/hs_buffers.h"
+#define API_HAVE_BUFFERS 1
+#endif
+
+json_t *api_links(const char *id, const char *endpoint)
+{
+    char base[64];
+    snprintf(base, sizeof base, "/v1/results/%s", id);
+    json_t *l = json_object();
+    json_object_set_new(l, "self", json_string(base));
+    if (strcmp(endpoint, "compare") == 0)
+        return l;
+    static const char *const rel[][2] = {
+        {"hlo_traced", "/hlo?stage=traced"},
+        {"hlo_optimized", "/hlo?stage=optimized"},
+        {"graph_svg", "/graph.svg?stage=optimized"},
+        {"graph_dot", "/graph.dot?stage=optimized"},
+        {"graph_json", "/graph.json?stage=optimized"},
+        {"memory_json", "/memory.json"},
+        {"memory_svg", "/memory.svg"},
+        {"metrics", "/metrics"},
+    };
+    for (size_t k = 0; k < sizeof rel / sizeof rel[0]; k++) {
+        char url[160];
+        snprintf(url, sizeof url, "%s%s", base, rel[k][1]);
+        json_object_set_new(l, rel[k][0], json_string(url));
+    }
+    return l;
+}
+
+static const char *loop_name(hs_loop_mode m)
+{
+    return m == HS_LOOP_SCAN ? "scan" : "unrolled";
+}
+
+static const char *residuals_name(hs_residuals r)
+{
+    return r == HS_RESIDUALS_REMAT     ? "remat"
+           : r == HS_RESIDUALS_OFFLOAD ? "offload"
+                                       : "save";
+}
+
+json_t *api_summary_compile(const api_request *ar, const api_program *p)
+{
+    const hs_module *traced = api_program_traced(p);
+    const hs_module *opt = hs_executable_module(p->exe);
+    const hs_compile_report *r = hs_executable_report(p->exe);
+    char out[256] = "", fp[32];
+    hs_shape_print(&traced->entry->root->shape, true, out, sizeof out);
+    snprintf(fp, sizeof fp, "%016llx",
+             (unsigned long long)hs_executable_fingerprint(p->exe));
+    hs_timing trace = hs_metrics_timing(p->metrics, HS_METRIC_TRACE_TIME);
+    double flops, bytes;
+    api_cost_estimate(opt, &flops, &bytes);
+
+    json_t *o = json_object();
+    json_object_set_new(o, "id", json_string(ar->id));
+    json_object_set_new(o, "endpoint", json_string(ar->endpoint));
+    json_object_set_new(o, "input", json_string(p->model ? "model" : "hlo"));
+    json_object_set_new(o, "module", json_string(traced->name));
+    json_object_set_new(o, "device", json_string(p->device));
+    if (p->model) {
+        json_object_set_new(o, "loop", json_string(loop_name(p->model->loop)));
+        json_object_set_new(o, "residuals",
+                            json_string(residuals_name(p->model->residuals)));
+        json_object_set_new(o, "layers", json_integer(p->model->n_layers));
+        json_object_set_new(o, "parameters", json_integer(p->model->n_params));
+        json_object_set_new(o, "parameter_elements",
+                            json_integer(p->model->param_elements));
+    }
+    json_object_set_new(o, "fingerprint", json_string(fp));
+    json_object_set_new(o, "computations",
+                        json_pack("{s:i, s:i}", "traced", traced->n_comps,
+                                  "optimized", opt->n_comps));
+    json_object_set_new(
+        o, "instructions",
+        json_pack("{s:I, s:I}", "traced",
+                  (json_int_t)hs_module_instruction_count(traced), "optimized",
+                  (json_int_t)hs_module_instruction_count(opt)));
+    json_object_set_new(o, "entry_parameters", json_integer(traced->entry->n_params));
+    json_object_set_new(o, "output_shape", json_string(out));
+    json_object_set_new(o, "trace_seconds", json_real((double)trace.total_ns * 1e-9));
+    json_object_set_new(o, "compile_seconds", json_real((double)r->total_ns * 1e-9));
+    json_object_set_new(o, "compile_cache", json_string(p->cache_hit ? "hit" : "miss"));
+    json_object_set_new(o, "pipeline", json_string(r->pipeline));
+    json_object_set_new(o, "estimate",
+                        json_pack("{s:f, s:f}", "flops", flops, "bytes", bytes));
+    json_t *mem = api_memory_json(opt, p->device, false);
+    if (mem)
+        json_object_set_new(o, "memory", mem);
+    json_object_set_new(o, "links", api_links(ar->id, ar->endpoint));
+    return o;
+}
+
+json_t *api_metrics_json(const api_program *p)
+{
+    const hs_compile_report *r = hs_executable_report(p->exe);
+    json_t *passes = json_array();
+    for (int k = 0; k < r->n_passes; k++)
+        json_array_append_new(
+            passes,
+            json_pack("{s:s, s:i, s:i, s:f, s:I, s:I}", "name", r->passes[k].name,
+                      "runs", r->passes[k].runs, "changed_runs",
+                      r->passes[k].changed_runs, "seconds",
+                      (double)r->passes[k].total_ns * 1e-9, "instructions_before",
+                      (json_int_t)r->passes[k].instructions_before,
+                      "instructions_after",
+                      (json_int_t)r->passes[k].instructions_after));
+    char *report = hs_compile_report_format(r);
+    char *metrics = hs_metrics_format(p->metrics);
+    json_t *counters = json_object(), *timings = json_object();
+    static const char *const counter_names[] = {HS_METRIC_CACHED_COMPILE,
+                                                HS_METRIC_UNCACHED_COMPILE};
+    for (int k = 0; k < 2; k++)
+        json_object_set_new(counters, counter_names[k],
+                            json_integer(hs_metrics_counter(p->metrics, counter_names[k])));
+    static const char *const timing_names[] = {
+        HS_METRIC_TRACE_TIME, HS_METRIC_COMPILE_TIME, HS_METRIC_EXECUTE_TIME};
+    for (int k = 0; k < 3; k++) {
+        hs_timing t = hs_metrics_timing(p->metrics, timing_names[k]);
+        if (t.count)
+            json_object_set_new(timings, timing_names[k],
+                                json_pack("{s:I, s:f}", "count", (json_int_t)t.count,
+                                          "total_seconds", (double)t.total_ns * 1e-9));
+    }
+    json_t *o = json_pack(
+        "{s:{s:s, s:f, s:f, s:I, s:I, s:o}, s:o, s:o, s:s, s:s}", "compile_report",
+        "pipeline", r->pipeline, "total_seconds", (double)r->total_ns * 1e-9,
+        "verify_seconds", (double)r->verify_ns * 1e-9, "instructions_before",
+        (json_int_t)r->instructions_before, "instructions_after",
+        (json_int_t)r->instructions_after, "passes", passes, "counters",
+        counters, "timings", timings, "compile_report_text", report ? report : "",
+        "metrics_report_text", metrics ? metrics : "");
+    free(report);
+    free(metrics);
+    return o;
+}
+
+#ifdef API_HAVE_BUFFERS
+static json_t *space_json(const hs_memory_space_stats *s)
+{
+    return json_pack("{s:I, s:I, s:I, s:I, s:I}", "argument_bytes",
+                     (json_int_t)s->argument_bytes, "output_bytes",
+                     (json_int_t)s->output_bytes, "alias_bytes",
+                     (json_int_t)s->alias_bytes, "temp_bytes",
+                     (json_int_t)s->temp_bytes, "peak_bytes",
+                     (json_int_t)s->peak_bytes);
+}
+
+static json_t *buffer_json(const hs_logical_buffer *b)
+{
+    char shape[256] = "";
+    hs_shape_print(b->shape, true, shape, sizeof shape);
+    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:s, s:i, s:i, s:s}",
+                          "id", b->id, "name", b->name, "instruction",
+                          b->instruction->name, "computation",
+                          b->computation->name, "shape", shape, "bytes",
+                          (json_int_t)b->bytes, "memory_space",
+                          b->memory_space == HS_MEMSPACE_HOST ? "host" : "device",
+                          "start", b->start, "end", b->end, "kind",
+                          hs_buffer_kind_name(b->kind));
+    if (o && b->op_name)
+        json_object_set_new(o, "op_name", json_string(b->op_name));
+    return o;
+}
+
+static json_t *peak_json(const hs_buffer_assignment *ba, int space)
+{
+    hs_buffer_peak pk = hs_buffers_peak(ba, space);
+    json_t *o = json_pack("{s:I, s:i}", "bytes", (json_int_t)pk.bytes, "position",
+                          pk.position);
+    if (pk.instruction)
+        json_object_set_new(o, "instruction", json_string(pk.instruction->name));
+    if (pk.inner)
+        json_object_set_new(o, "inner", json_string(pk.inner->name));
+    int n = 0;
+    const hs_logical_buffer *const *live = hs_buffers_live_at_peak(ba, space, &n);
+    json_t *top = json_array();
+    for (int k = 0; k < n && k < 10; k++)
+        json_array_append_new(top, buffer_json(live[k]));
+    json_object_set_new(o, "largest_live", top);
+    return o;
+}
+#endif
+
+json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
+{
+    const hs_device_spec *spec = hs_device_find(device);
+    json_t *o = json_object();
+    if (spec)
+        json_object_set_new(o, "capacity",
+                            json_pack("{s:f, s:f}", "device_bytes", spec->hbm_bytes,
+                                      "host_bytes", spec->host_bytes));
+#ifdef API_HAVE_BUFFERS
+    hs_error e;
+    hs_error_clear(&e);
+    hs_buffer_assignment *ba = hs_assign_buffers(m, &e);
+    if (!ba) {
+        json_object_set_new(o, "error", json_string(e.message));
+        return o;
+    }
+    const hs_memory_stats *ms = hs_buffers_memory_stats(ba);
+    json_object_set_new(o, "source", json_string("buffer_assignment"));
+    json_object_set_new(o, "peak_device_bytes", json_integer(ms->device.peak_bytes));
+    json_object_set_new(o, "peak_host_bytes", json_integer(ms->host.peak_bytes));
+    json_object_set_new(o, "stats", json_pack("{s:o, s:o}", "device",
+                                              space_json(&ms->device), "host",
+                                              space_json(&ms->host)));
+    if (timeline) {
+        json_object_set_new(o, "peak",
+                            json_pack("{s:o, s:o}", "device",
+                                      peak_json(ba, HS_MEMSPACE_DEVICE), "host",
+                                      peak_json(ba, HS_MEMSPACE_HOST)));
+        int n = 0;
+        const hs_logical_buffer *list = hs_buffers_list(ba, &n);
+        json_t *bufs = json_array();
+        for (int k = 0; k < n; k++)
+            json_array_append_new(bufs, buffer_json(&list[k]));
+        json_object_set_new(o, "buffers", bufs);
+    }
+    hs_buffers_free(ba);
+#else
+    (void)m;
+    (void)timeline;
+    json_object_set_new(o, "source", json_string("none"));
+    json_object_set_new(o, "note", json_string("this build has no buffer assignment; "
+                                               "POST /v1/run reports measured peaks"));
+#endif
+    return o;
+}

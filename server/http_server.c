@@ -1,0 +1,534 @@
+/* http_server.c - `hloscope serve`: libmicrohttpd with an internal epoll
+ * thread pool, per-connection request state, suspend/resume hand-off to
+ * the worker pool, and graceful shutdown on SIGTERM/SIGINT.
+ *
+ * Concurrency model: MHD_USE_EPOLL_INTERNAL_THREAD with a pool of
+ * --threads event-loop threads answers everything that is quick (health,
+ * metrics, cached results, artefacts in the LRU) on the thread that read
+ * the request. Handlers that compile, run or render return SRV_DEFER: the
+ * connection is suspended and the handler continues on one of --workers
+ * worker threads, so an event-loop thread is never blocked and a long run
+ * does not delay a health check (docs/API.md has the measurement). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#include "api.h"
+#include "http.h"
+#include "store.h"
+
+double srv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void srv_config_defaults(srv_config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->bind = SRV_DEFAULT_BIND;
+    c->port = SRV_DEFAULT_PORT;
+    c->data_dir = SRV_DEFAULT_DATA;
+#ifdef HS_EXAMPLES_DIR
+    c->examples_dir = HS_EXAMPLES_DIR;
+#endif
+    c->threads = 4;
+    c->workers = 2;
+    c->conn_limit = 1024;
+    c->per_ip_limit = 0; /* 0: unlimited (loopback benchmarks open many) */
+    c->conn_timeout_s = 60;
+    c->conn_memory = 64 * 1024;
+    c->cache_bytes = SRV_DEFAULT_CACHE_BYTES;
+    c->shutdown_grace_ms = 10000;
+    c->limits.max_body_bytes = SRV_DEFAULT_MAX_BODY;
+    c->limits.max_json_depth = HS_MODEL_DEFAULT_MAX_JSON_DEPTH;
+    c->limits.max_layers = HS_MODEL_DEFAULT_MAX_LAYERS;
+    c->limits.max_tensor_elements = HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS;
+    c->limits.max_instructions = SRV_DEFAULT_MAX_INSTRUCTIONS;
+    c->limits.max_run_flops = SRV_DEFAULT_MAX_RUN_FLOPS;
+    c->limits.max_run_bytes = SRV_DEFAULT_MAX_RUN_BYTES;
+    c->limits.max_render_nodes = SRV_DEFAULT_MAX_RENDER_NODES;
+    c->limits.deadline_ms = SRV_DEFAULT_DEADLINE_MS;
+    c->limits.max_inflight = SRV_DEFAULT_MAX_INFLIGHT;
+}
+
+/* ---- per-request state ---------------------------------------------------- */
+
+typedef struct conn_ctx {
+    srv *s;
+    struct MHD_Connection *conn;
+    double t0;
+    int route;
+    srv_request rq;
+    srv_reply rp;
+    char *body;
+    size_t len, cap;
+    bool too_large;
+    bool deferred;
+} conn_ctx;
+
+static void ctx_free(conn_ctx *x)
+{
+    if (x->rq.state && x->rq.state_free)
+        x->rq.state_free(x->rq.state);
+    for (int k = 0; k < x->rq.n_query; k++) {
+        free(x->rq.query_key[k]);
+        free(x->rq.query_value[k]);
+    }
+    free(x->body);
+    srv_reply_clear(&x->rp);
+    free(x);
+}
+
+static enum MHD_Result copy_query(void *cls, enum MHD_ValueKind kind,
+                                  const char *key, const char *value)
+{
+    srv_request *rq = cls;
+    if (rq->n_query >= SRV_MAX_QUERY)
+        return MHD_NO;
+    rq->query_key[rq->n_query] = strdup(key);
+    rq->query_value[rq->n_query] = strdup(value ? value : "");
+    rq->n_query++;
+    return MHD_YES;
+}
+
+static enum MHD_Result queue_reply(conn_ctx *x)
+{
+    srv_reply *rp = &x->rp;
+    if (!rp->body) {
+        rp->body = strdup("");
+        rp->body_len = 0;
+    }
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        rp->body_len, rp->body, MHD_RESPMEM_MUST_FREE);
+    if (!r)
+        return MHD_NO;
+    rp->body = NULL; /* the response owns it now */
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            rp->content_type ? rp->content_type : "application/json");
+    if (rp->allow[0])
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, rp->allow);
+    if (rp->cache[0])
+        MHD_add_response_header(r, "X-Cache", rp->cache);
+    if (rp->status == 429 || rp->status == 503)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    if (atomic_load(&x->s->shutting_down))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result ok = MHD_queue_response(x->conn, (unsigned)rp->status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+/* The second half of a deferred handler, on a worker thread. */
+static void run_deferred(void *arg)
+{
+    conn_ctx *x = arg;
+    srv *s = x->s;
+    x->rq.in_worker = true;
+    if (srv_routes[x->route].handler(s, &x->rq, &x->rp) == SRV_DEFER)
+        srv_reply_error(&x->rp, 500, "internal", "", "handler deferred twice");
+    atomic_fetch_sub(&s->inflight, 1);
+    MHD_resume_connection(x->conn);
+}
+
+static int64_t request_deadline(srv *s, const srv_request *rq, bool *bad)
+{
+    int64_t ms = s->cfg.limits.deadline_ms;
+    const char *t = srv_query(rq, "timeout_ms");
+    *bad = false;
+    if (t) {
+        char *end;
+        long long v = strtoll(t, &end, 10);
+        if (*end || end == t || v <= 0)
+            *bad = true;
+        else if (v < ms || ms <= 0)
+            ms = v;
+    }
+    return ms > 0 ? hs_now_ns() + ms * 1000000 : 0;
+}
+
+static enum MHD_Result dispatch(conn_ctx *x, const char *url, const char *method)
+{
+    srv *s = x->s;
+    srv_reply *rp = &x->rp;
+    if (atomic_load(&s->shutting_down)) {
+        srv_reply_error(rp, 503, "shutting_down", "", "the server is shutting down");
+        return queue_reply(x);
+    }
+    if (x->too_large) {
+        srv_reply_error(rp, 413, "too_large", "",
+                        "the request body is larger than %zu bytes (limit --max-body)",
+                        s->cfg.limits.max_body_bytes);
+        return queue_reply(x);
+    }
+    int r = srv_route_match(method, url, &x->rq, rp->allow, sizeof rp->allow);
+    if (r == -1) {
+        srv_reply_error(rp, 404, "not_found", "", "no route for %s %s", method, url);
+        return queue_reply(x);
+    }
+    if (r == -2) {
+        srv_reply_error(rp, 405, "method_not_allowed", "",
+                        "%s is not allowed on %s (allowed: %s)", method, url, rp->allow);
+        return queue_reply(x);
+    }
+    rp->allow[0] = '\0';
+    x->route = r;
+    x->rq.method = method;
+    x->rq.url = url;
+    MHD_get_connection_values(x->conn, MHD_GET_ARGUMENT_KIND, copy_query, &x->rq);
+    x->rq.body = x->body ? x->body : "";
+    x->rq.body_len = x->len;
+    bool bad_timeout;
+    x->rq.deadline_ns = request_deadline(s, &x->rq, &bad_timeout);
+    if (bad_timeout) {
+        srv_reply_error(rp, 422, "invalid", "?timeout_ms",
+                        "timeout_ms must be a positive integer (milliseconds)");
+        return queue_reply(x);
+    }
+    if (srv_routes[r].handler(s, &x->rq, rp) != SRV_DEFER)
+        return queue_reply(x);
+    if (atomic_fetch_add(&s->inflight, 1) >= s->cfg.limits.max_inflight) {
+        atomic_fetch_sub(&s->inflight, 1);
+        srv_reply_error(rp, 429, "too_many_requests", "",
+                        "%d compiles/runs are already in flight (limit --max-inflight); "
+                        "retry later",
+                        s->cfg.limits.max_inflight);
+        return queue_reply(x);
+    }
+    x->deferred = true;
+    MHD_suspend_connection(x->conn);
+    if (srv_pool_submit(s->pool, run_deferred, x) != 0) {
+        atomic_fetch_sub(&s->inflight, 1);
+        srv_reply_error(rp, 503, "shutting_down", "", "the server is shutting down");
+        MHD_resume_connection(x->conn);
+    }
+    return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
+                                  const char *url, const char *method,
+                                  const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    srv *s = cls;
+    conn_ctx *x = *con_cls;
+    if (!x) {
+        x = calloc(1, sizeof *x);
+        if (!x)
+            return MHD_NO;
+        x->s = s;
+        x->conn = c;
+        x->t0 = srv_now();
+        x->route = -1;
+        *con_cls = x;
+        atomic_fetch_add(&s->active, 1);
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                     MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > s->cfg.limits.max_body_bytes) {
+            x->too_large = true;
+            /* A client waiting for "100 Continue" is refused before it sends
+             * the body; any other is read to the end and discarded. */
+            const char *expect = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                             MHD_HTTP_HEADER_EXPECT);
+            if (expect && strcasecmp(expect, "100-continue") == 0)
+                return dispatch(x, url, method);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (x->too_large || x->rp.status)
+            return MHD_YES;
+        if (x->len + n > s->cfg.limits.max_body_bytes) {
+            x->too_large = true;
+            free(x->body);
+            x->body = NULL;
+            x->len = x->cap = 0;
+            return MHD_YES;
+        }
+        if (x->len + n + 1 > x->cap) {
+            size_t cap = x->cap ? x->cap : 4096;
+            while (cap < x->len + n + 1)
+                cap *= 2;
+            char *p = realloc(x->body, cap);
+            if (!p)
+                return MHD_NO;
+            x->body = p, x->cap = cap;
+        }
+        memcpy(x->body + x->len, upload, n);
+        x->len += n;
+        x->body[x->len] = '\0';
+        return MHD_YES;
+    }
+    if (x->rp.status && !x->deferred)
+        return MHD_YES; /* an early reply is already queued */
+    if (x->deferred)
+        return queue_reply(x); /* resumed: the worker's reply */
+    return dispatch(x, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    srv *s = cls;
+    conn_ctx *x = *con_cls;
+    if (!x)
+        return;
+    if (x->rp.status)
+        srv_metrics_request(s->metrics, x->route, x->rp.status, srv_now() - x->t0);
+    ctx_free(x);
+    *con_cls = NULL;
+    atomic_fetch_sub(&s->active, 1);
+}
+
+/* ---- the serve command ------------------------------------------------------ */
+
+typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_UINT, OPT_SIZE, OPT_DBL } opt_kind;
+
+typedef struct option_row {
+    const char *flag;
+    opt_kind kind;
+    size_t offset;
+    const char *help;
+} option_row;
+
+#define CFG(f) offsetof(srv_config, f)
+static const option_row k_options[] = {
+    {"--port", OPT_INT, CFG(port), "TCP port (0: any free port, printed)"},
+    {"--bind", OPT_STR, CFG(bind), "address to listen on"},
+    {"--data", OPT_STR, CFG(data_dir), "directory of the SQLite store"},
+    {"--examples", OPT_STR, CFG(examples_dir), "directory of example models"},
+    {"--threads", OPT_INT, CFG(threads), "libmicrohttpd event-loop threads"},
+    {"--workers", OPT_INT, CFG(workers), "compile/run/render worker threads"},
+    {"--max-connections", OPT_UINT, CFG(conn_limit), "open connections"},
+    {"--max-per-ip", OPT_UINT, CFG(per_ip_limit), "connections per client IP (0: no limit)"},
+    {"--connection-timeout", OPT_UINT, CFG(conn_timeout_s), "idle seconds"},
+    {"--connection-memory", OPT_SIZE, CFG(conn_memory), "bytes of headers per connection"},
+    {"--cache-bytes", OPT_SIZE, CFG(cache_bytes), "artefact LRU budget"},
+    {"--shutdown-grace-ms", OPT_I64, CFG(shutdown_grace_ms), "in-flight work at shutdown"},
+    {"--max-body", OPT_SIZE, CFG(limits.max_body_bytes), "request body bytes (413)"},
+    {"--max-json-depth", OPT_INT, CFG(limits.max_json_depth), "JSON nesting"},
+    {"--max-layers", OPT_I64, CFG(limits.max_layers), "blocks after repeat"},
+    {"--max-tensor-elements", OPT_I64, CFG(limits.max_tensor_elements), "elements of one tensor"},
+    {"--max-instructions", OPT_I64, CFG(limits.max_instructions), "traced instructions"},
+    {"--max-run-flops", OPT_DBL, CFG(limits.max_run_flops), "FLOPs a run may execute"},
+    {"--max-run-bytes", OPT_DBL, CFG(limits.max_run_bytes), "bytes a run may touch"},
+    {"--max-render-nodes", OPT_I64, CFG(limits.max_render_nodes), "nodes in one graph"},
+    {"--deadline-ms", OPT_I64, CFG(limits.deadline_ms), "per request (0: none)"},
+    {"--max-inflight", OPT_INT, CFG(limits.max_inflight), "compiles/runs at once (429)"},
+};
+#define N_OPTIONS ((int)(sizeof k_options / sizeof k_options[0]))
+
+static void serve_usage(FILE *f)
+{
+    srv_config d;
+    srv_config_defaults(&d);
+    fprintf(f, "usage: hloscope serve [options]\n\noptions (defaults in docs/API.md):\n");
+    for (int k = 0; k < N_OPTIONS; k++)
+        fprintf(f, "  %-24s %s\n", k_options[k].flag, k_options[k].help);
+}
+
+static int parse_serve_args(int argc, char **argv, srv_config *c)
+{
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            serve_usage(stdout);
+            exit(0);
+        }
+        const option_row *o = NULL;
+        for (int k = 0; k < N_OPTIONS; k++)
+            if (strcmp(argv[i], k_options[k].flag) == 0)
+                o = &k_options[k];
+        if (!o) {
+            fprintf(stderr, "hloscope serve: unknown option '%s'\n", argv[i]);
+            serve_usage(stderr);
+            return -1;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "hloscope serve: %s needs a value\n", argv[i]);
+            return -1;
+        }
+        const char *v = argv[++i];
+        char *end = NULL;
+        void *field = (char *)c + o->offset;
+        errno = 0;
+        switch (o->kind) {
+        case OPT_STR: *(const char **)field = v; end = (char *)v + strlen(v); break;
+        case OPT_INT: *(int *)field = (int)strtol(v, &end, 10); break;
+        case OPT_UINT: *(unsigned *)field = (unsigned)strtoul(v, &end, 10); break;
+        case OPT_I64: *(int64_t *)field = strtoll(v, &end, 10); break;
+        case OPT_SIZE: *(size_t *)field = (size_t)strtoull(v, &end, 10); break;
+        case OPT_DBL: *(double *)field = strtod(v, &end); break;
+        }
+        if (errno || !end || *end || end == v) {
+            fprintf(stderr, "hloscope serve: %s: bad value '%s'\n", o->flag, v);
+            return -1;
+        }
+    }
+    if (c->threads < 1 || c->workers < 1 || c->port < 0 || c->port > 65535 ||
+        c->limits.max_inflight < 1 || c->limits.max_json_depth < 1) {
+        fprintf(stderr, "hloscope serve: --threads, --workers, --max-inflight and "
+                        "--max-json-depth must be >= 1; --port in [0, 65535]\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int make_addr(const srv_config *c, struct sockaddr_storage *ss,
+                     bool *ipv6)
+{
+    memset(ss, 0, sizeof *ss);
+    struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET, c->bind, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)c->port);
+        *ipv6 = false;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, c->bind, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)c->port);
+        *ipv6 = true;
+        return 0;
+    }
+    return -1;
+}
+
+static struct MHD_Daemon *start_daemon(srv *s)
+{
+    struct sockaddr_storage ss;
+    bool ipv6;
+    if (make_addr(&s->cfg, &ss, &ipv6) != 0) {
+        fprintf(stderr, "hloscope serve: --bind '%s' is not an IPv4 or IPv6 address\n",
+                s->cfg.bind);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_INTERNAL_THREAD |
+                     MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ITC | MHD_USE_TURBO |
+                     (ipv6 ? MHD_USE_IPv6 : 0);
+    return MHD_start_daemon(
+        flags, (uint16_t)s->cfg.port, NULL, NULL, on_request, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads,
+        MHD_OPTION_CONNECTION_LIMIT, s->cfg.conn_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_ip_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.conn_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.conn_memory,
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_END);
+}
+
+/* Waits until nothing is in flight or the deadline passes. */
+static bool drain(srv *s, double until)
+{
+    while (atomic_load(&s->inflight) > 0 || atomic_load(&s->active) > 0) {
+        if (srv_now() > until)
+            return false;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
+static void srv_free(srv *s)
+{
+    srv_pool_free(s->pool);
+    store_close(s->store);
+    store_lru_free(s->lru);
+    api_examples_free(s->examples);
+    hs_compile_cache_free(s->compile_cache);
+    srv_metrics_free(s->metrics);
+}
+
+int hs_cli_serve(int argc, char **argv)
+{
+    static srv s; /* lives for the whole process */
+    srv_config_defaults(&s.cfg);
+    if (parse_serve_args(argc, argv, &s.cfg) != 0)
+        return 2;
+    s.started = srv_now();
+    hs_error e;
+    hs_error_clear(&e);
+    if (!(s.store = store_open(s.cfg.data_dir, &e))) {
+        fprintf(stderr, "hloscope serve: %s: %s\n", s.cfg.data_dir, e.message);
+        return 1;
+    }
+    int n_examples = 0;
+    s.examples = api_examples_load(s.cfg.examples_dir, &n_examples);
+    s.lru = store_lru_new(s.cfg.cache_bytes);
+    s.compile_cache = hs_compile_cache_new(256);
+    s.metrics = srv_metrics_new();
+
+    /* Signals go to the thread waiting in sigwait, never to a worker: block
+     * them before any thread starts (threads inherit the mask). */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    s.pool = srv_pool_new(s.cfg.workers);
+    if (!s.lru || !s.compile_cache || !s.metrics || !s.pool) {
+        fprintf(stderr, "hloscope serve: out of host memory\n");
+        srv_free(&s);
+        return 1;
+    }
+    struct MHD_Daemon *d = start_daemon(&s);
+    if (!d) {
+        fprintf(stderr, "hloscope serve: cannot listen on %s:%d\n", s.cfg.bind, s.cfg.port);
+        srv_free(&s);
+        return 1;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned port = info ? info->port : (unsigned)s.cfg.port;
+    bool v6 = strchr(s.cfg.bind, ':') != NULL;
+    printf("hloscope: serving http://%s%s%s:%u/ (data %s, %d examples, %d threads, "
+           "%d workers)\n",
+           v6 ? "[" : "", s.cfg.bind, v6 ? "]" : "", port, s.cfg.data_dir, n_examples,
+           s.cfg.threads, s.cfg.workers);
+    fflush(stdout);
+
+    int sig = 0;
+    while (sigwait(&set, &sig) != 0)
+        ;
+    /* Stop accepting, answer what is in flight (new requests on open
+     * connections get 503), then cancel compiles still running. */
+    fprintf(stderr, "hloscope: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    atomic_store(&s.shutting_down, true);
+    MHD_socket listener = MHD_quiesce_daemon(d);
+    double until = srv_now() + (double)s.cfg.shutdown_grace_ms * 1e-3;
+    bool drained = drain(&s, until);
+    if (!drained) {
+        atomic_store(&s.cancel, true);
+        drained = drain(&s, srv_now() + 2.0);
+    }
+    if (!drained) {
+        /* A run cannot be interrupted (the device has no cancel): leave
+         * without waiting for it. The store is consistent (WAL). */
+        fprintf(stderr, "hloscope: %d requests still running; exiting\n",
+                atomic_load(&s.inflight));
+        fflush(stderr);
+        _exit(0);
+    }
+    MHD_stop_daemon(d);
+    if (listener != MHD_INVALID_SOCKET)
+        close(listener);
+    srv_free(&s);
+    fprintf(stderr, "hloscope: stopped\n");
+    return 0;
+}
