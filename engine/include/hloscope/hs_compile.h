@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hloscope/hs_buffers.h"
 #include "hloscope/hs_ir.h"
 #include "hloscope/hs_passes.h"
 
@@ -54,10 +55,15 @@ hs_module *hs_module_clone(const hs_module *m);
 /* Default pipeline                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Later passes (fusion, scheduling, buffer assignment, offload) are
- * appended here as they land. */
+/* Later passes (fusion, offload) are appended here as they land;
+ * `schedule` stays last, since it orders what the others produced. Buffer
+ * assignment is not a pipeline step: hs_compile runs it on the result. */
 #define HS_DEFAULT_PIPELINE \
-    "verify,fix(simplify,cse,dce),while-loop-trip-count"
+    "verify,fix(simplify,cse,dce),while-loop-trip-count,schedule"
+
+/* hs_compile_options.hbm_bytes: the capacity of the preset named by
+ * hs_compile_options.device (hs_device_find). */
+#define HS_HBM_FROM_DEVICE (-1)
 
 typedef struct hs_compile_options {
     const char *device;   /* part of the cache key; NULL = "" */
@@ -66,6 +72,15 @@ typedef struct hs_compile_options {
     atomic_bool *cancel;  /* optional */
     int64_t fold_max_elements; /* 0 = HS_FOLD_MAX_ELEMENTS */
     const void *target;   /* passed to passes as hs_pass_context.target */
+    /* Device memory check, as XLA fails a compile that cannot fit: when the
+     * assigned device peak exceeds this many bytes, hs_compile fails with
+     * HS_ERR_OOM and an out-of-memory report (hs_buffers_oom_report).
+     * 0 = no check; HS_HBM_FROM_DEVICE = the HBM of the device preset. */
+    int64_t hbm_bytes;
+    /* Optional: on HS_ERR_OOM receives the full report (malloc'ed; the
+     * caller frees it). err->message holds its first line and as many of
+     * the largest buffers as fit. */
+    char **oom_report;
 } hs_compile_options;
 
 void hs_compile_options_init(hs_compile_options *o);
@@ -85,6 +100,9 @@ const hs_module *hs_executable_module(const hs_executable *e);
 const hs_compile_report *hs_executable_report(const hs_executable *e);
 /* Fingerprint of the module that was compiled (the cache key's). */
 uint64_t hs_executable_fingerprint(const hs_executable *e);
+/* The buffer assignment of the optimized module (hs_buffers.h), computed
+ * after the pipeline; it lives as long as the executable. */
+const hs_buffer_assignment *hs_executable_buffers(const hs_executable *e);
 hs_executable *hs_executable_retain(hs_executable *e);
 /* Drops one reference; the last one frees the module. NULL is fine. */
 void hs_executable_release(hs_executable *e);

@@ -99,7 +99,11 @@ typedef struct hs_pass {
     X(while_loop_trip_count, "while-loop-trip-count",                      \
       "annotates counted while loops with known_trip_count")               \
     X(fusion, "fusion",                                                    \
-      "fuses element-wise producers into consumers (kLoop fusions)")
+      "fuses element-wise producers into consumers (kLoop fusions)")       \
+    X(schedule, "schedule",                                                \
+      "orders each computation to lower its peak live bytes")             \
+    X(buffer_assignment, "buffer-assignment",                              \
+      "assigns buffers and computes peak memory; never changes the module")
 
 #define HS_X(id, name, desc)                                                \
     hs_status hs_pass_##id##_run(hs_module *m, hs_pass_context *ctx,        \

@@ -28,6 +28,8 @@ int32_t *hs__positions_by_id(const hs_module *m);
  * (m is then still the caller's). */
 hs_executable *hs__executable_new(hs_module *m, uint64_t fingerprint,
                                   const hs_compile_report *report);
+/* Gives e the buffer assignment of its module (e owns it). */
+void hs__executable_set_buffers(hs_executable *e, hs_buffer_assignment *ba);
 
 /* The cache key: what was compiled, for which device, by which pipeline.
  * The device name and pipeline are hashed into options_hash and also kept

@@ -12,6 +12,7 @@ struct hs_executable {
     hs_module *module;
     uint64_t fingerprint;
     hs_compile_report report;
+    hs_buffer_assignment *buffers;
 };
 
 hs_executable *hs__executable_new(hs_module *m, uint64_t fingerprint,
@@ -43,6 +44,17 @@ uint64_t hs_executable_fingerprint(const hs_executable *e)
     return e->fingerprint;
 }
 
+const hs_buffer_assignment *hs_executable_buffers(const hs_executable *e)
+{
+    return e->buffers;
+}
+
+void hs__executable_set_buffers(hs_executable *e, hs_buffer_assignment *ba)
+{
+    hs_buffers_free(e->buffers);
+    e->buffers = ba;
+}
+
 hs_executable *hs_executable_retain(hs_executable *e)
 {
     if (e)
@@ -55,6 +67,7 @@ void hs_executable_release(hs_executable *e)
     if (!e)
         return;
     if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) {
+        hs_buffers_free(e->buffers);
         hs_module_free(e->module);
         free(e);
     }

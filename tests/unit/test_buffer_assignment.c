@@ -1,0 +1,467 @@
+/* test_buffer_assignment.c - logical buffers, aliasing, liveness, peaks
+ * per memory space, memory stats and the out-of-memory report, written as
+ * HLO text. Byte figures are worked out by hand in the comments. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hloscope/hs_buffers.h"
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_device.h"
+#include "hloscope/hs_hlo_text.h"
+#include "hloscope/hs_model.h"
+
+static hs_module *parse(const char *text)
+{
+    hs_error err;
+    hs_error_clear(&err);
+    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
+    if (!m)
+        fail_msg("parse: %s (line %d)", err.message, err.line);
+    return m;
+}
+
+static hs_buffer_assignment *assign(const hs_module *m)
+{
+    hs_error err;
+    hs_error_clear(&err);
+    hs_buffer_assignment *ba = hs_assign_buffers(m, &err);
+    if (!ba)
+        fail_msg("assign: %s", err.message);
+    return ba;
+}
+
+static const hs_logical_buffer *find(const hs_buffer_assignment *ba,
+                                     const char *name)
+{
+    int n;
+    const hs_logical_buffer *list = hs_buffers_list(ba, &n);
+    for (int k = 0; k < n; k++)
+        if (strcmp(list[k].name, name) == 0)
+            return &list[k];
+    return NULL;
+}
+
+static void assert_contains(const char *text, const char *needle)
+{
+    if (!strstr(text, needle))
+        fail_msg("expected to find\n  %s\nin\n%s", needle, text);
+}
+
+/* p (1 KiB, argument) -> a = broadcast (256 KiB) -> e = exp(a) (256 KiB)
+ * -> s = slice (1 KiB) -> ROOT reshape(s) (aliases s). */
+static const char *chain =
+    "HloModule chain\n"
+    "ENTRY main {\n"
+    "  p = f32[256]{0} parameter(0)\n"
+    "  a = f32[256,256]{1,0} broadcast(p), dimensions={1}, "
+    "metadata={op_name=\"layers.0/broadcast\"}\n"
+    "  e = f32[256,256]{1,0} exponential(a), "
+    "metadata={op_name=\"layers.0/exp\"}\n"
+    "  s = f32[1,256]{1,0} slice(e), slice={[0:1], [0:256]}\n"
+    "  ROOT o = f32[256]{0} reshape(s)\n"
+    "}\n";
+
+static void buffer_peak_exact_for_known_chain(void **state)
+{
+    (void)state;
+    hs_module *m = parse(chain);
+    hs_buffer_assignment *ba = assign(m);
+    /* Live ranges: p [0,4], a [1,2], e [2,3], s [3,4]; o is s. The peak is
+     * at e (position 2): p + a + e = 1024 + 2 * 262144. */
+    hs_buffer_peak pk = hs_buffers_peak(ba, HS_MEMSPACE_DEVICE);
+    assert_int_equal(pk.bytes, 1024 + 2 * 262144);
+    assert_int_equal(pk.position, 2);
+    assert_string_equal(pk.instruction->name, "e");
+    assert_ptr_equal(pk.inner, pk.instruction);
+    int n;
+    const hs_logical_buffer *list = hs_buffers_list(ba, &n);
+    assert_int_equal(n, 4); /* p, a, e, s: the reshape is an alias */
+    const char *names[] = {"p", "a", "e", "s"};
+    int start[] = {0, 1, 2, 3}, end[] = {4, 2, 3, 4};
+    for (int k = 0; k < 4; k++) {
+        assert_string_equal(list[k].name, names[k]);
+        assert_int_equal(list[k].start, start[k]);
+        assert_int_equal(list[k].end, end[k]);
+    }
+    assert_int_equal(list[0].kind, HS_BUFFER_ARGUMENT);
+    assert_int_equal(list[1].kind, HS_BUFFER_TEMPORARY);
+    assert_int_equal(list[3].kind, HS_BUFFER_OUTPUT);
+    assert_string_equal(list[1].op_name, "layers.0/broadcast");
+    const hs_logical_buffer *const *live =
+        hs_buffers_live_at_peak(ba, HS_MEMSPACE_DEVICE, &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(live[0]->name, "a"); /* equal sizes: program order */
+    assert_string_equal(live[1]->name, "e");
+    assert_string_equal(live[2]->name, "p");
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_HOST).bytes, 0);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void aliases_not_double_counted(void **state)
+{
+    (void)state;
+    /* The tuple holds n twice and adds only its 16-byte index table; the
+     * get-tuple-element and the bitcast are n. Live: p [0,5], n [1,5],
+     * t [2,3], r [5,5]; peak at r: 3 * 4096. */
+    hs_module *m = parse("HloModule alias\n"
+                         "ENTRY main {\n"
+                         "  p = f32[1024]{0} parameter(0)\n"
+                         "  n = f32[1024]{0} negate(p)\n"
+                         "  t = (f32[1024]{0}, f32[1024]{0}) tuple(n, n)\n"
+                         "  g = f32[1024]{0} get-tuple-element(t), index=1\n"
+                         "  b = f32[32,32]{1,0} bitcast(g)\n"
+                         "  ROOT r = f32[32,32]{1,0} add(b, b)\n"
+                         "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    int n;
+    hs_buffers_list(ba, &n);
+    assert_int_equal(n, 4);
+    assert_non_null(find(ba, "t{}"));
+    assert_int_equal(find(ba, "t{}")->bytes, 16);
+    assert_int_equal(find(ba, "t{}")->end, 3);
+    assert_int_equal(find(ba, "n")->end, 5); /* used through b by r */
+    assert_null(find(ba, "g"));
+    assert_null(find(ba, "b"));
+    hs_buffer_peak pk = hs_buffers_peak(ba, HS_MEMSPACE_DEVICE);
+    assert_int_equal(pk.bytes, 3 * 4096);
+    assert_string_equal(pk.instruction->name, "r");
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void host_buffers_counted_in_host_space(void **state)
+{
+    (void)state;
+    hs_module *m = parse(
+        "HloModule host\n"
+        "ENTRY main {\n"
+        "  p = f32[1024]{0} parameter(0)\n"
+        "  h = f32[1024]{0:S(5)} custom-call(p), "
+        "custom_call_target=\"MoveToHost\"\n"
+        "  d = f32[1024]{0} custom-call(h), "
+        "custom_call_target=\"MoveToDevice\"\n"
+        "  ROOT r = f32[1024]{0} add(d, p)\n"
+        "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    /* Device: p [0,3], d [2,3], r [3,3] -> 3 * 4096 at r. Host: h [1,2]. */
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 3 * 4096);
+    hs_buffer_peak host = hs_buffers_peak(ba, HS_MEMSPACE_HOST);
+    assert_int_equal(host.bytes, 4096);
+    assert_string_equal(host.instruction->name, "h");
+    int n;
+    const hs_logical_buffer *const *live =
+        hs_buffers_live_at_peak(ba, HS_MEMSPACE_HOST, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(live[0]->name, "h");
+    assert_int_equal(live[0]->memory_space, HS_MEMSPACE_HOST);
+    assert_int_equal(live[0]->start, 1);
+    assert_int_equal(live[0]->end, 2);
+    const hs_memory_stats *ms = hs_buffers_memory_stats(ba);
+    assert_int_equal(ms->host.temp_bytes, 4096);
+    assert_int_equal(ms->device.temp_bytes, 4096); /* d */
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static const char *counted_loop =
+    "HloModule loop\n"
+    "cond {\n"
+    "  cp = (s32[], f32[1024]{0}) parameter(0)\n"
+    "  ci = s32[] get-tuple-element(cp), index=0\n"
+    "  lim = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(ci, lim), direction=LT\n"
+    "}\n"
+    "body {\n"
+    "  bp = (s32[], f32[1024]{0}) parameter(0)\n"
+    "  i = s32[] get-tuple-element(bp), index=0\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  x = f32[1024]{0} get-tuple-element(bp), index=1\n"
+    "  y = f32[1024]{0} exponential(x)\n"
+    "  ROOT t = (s32[], f32[1024]{0}) tuple(i1, y)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  p = f32[1024]{0} parameter(0)\n"
+    "  z = s32[] constant(0)\n"
+    "  n = f32[1024]{0} negate(p)\n"
+    "  init = (s32[], f32[1024]{0}) tuple(z, n)\n"
+    "  w = (s32[], f32[1024]{0}) while(init), condition=cond, body=body\n"
+    "  ROOT r = f32[1024]{0} get-tuple-element(w), index=1\n"
+    "}\n";
+
+static void while_loop_carried_buffers_live_for_whole_loop(void **state)
+{
+    (void)state;
+    hs_module *m = parse(counted_loop);
+    hs_buffer_assignment *ba = assign(m);
+    /* n is the loop-carried buffer: init, body parameter, body root and
+     * result share it, so it lives from its definition (2) through the
+     * while (4) to the end (5), and the while defines no copy of it. */
+    const hs_logical_buffer *n = find(ba, "n");
+    assert_non_null(n);
+    assert_int_equal(n->start, 2);
+    assert_int_equal(n->end, 5);
+    assert_int_equal(n->kind, HS_BUFFER_OUTPUT);
+    assert_null(find(ba, "w{1}"));
+    /* The index table of init is carried too; the counter starts as a
+     * read-only constant, so the loop works on a copy (as XLA's copy
+     * insertion adds one). */
+    assert_null(find(ba, "w{}"));
+    assert_int_equal(find(ba, "init{}")->end, 5);
+    assert_int_equal(find(ba, "w{0}")->bytes, 4);
+    /* Body: bp is the caller's; the new table is written over the old one
+     * (dead by then); i1 (4 B) and y (4 KiB) are made while the old values
+     * are live: its peak is 4100 at y. Condition: lim + lt = 5 B. At the
+     * while: p 4096 + z 4 + n 4096 + init{} 16 + w{0} 4 + max(5, 4100). */
+    hs_buffer_peak pk = hs_buffers_peak(ba, HS_MEMSPACE_DEVICE);
+    assert_int_equal(pk.bytes, 4096 + 4 + 4096 + 16 + 4 + 4100);
+    assert_string_equal(pk.instruction->name, "w");
+    assert_string_equal(pk.inner->name, "y");
+    assert_null(find(ba, "t{}"));
+    assert_int_equal(find(ba, "y")->end, 6);
+    int count;
+    const hs_logical_buffer *const *live =
+        hs_buffers_live_at_peak(ba, HS_MEMSPACE_DEVICE, &count);
+    int64_t sum = 0;
+    bool saw_y = false, saw_n = false;
+    for (int k = 0; k < count; k++) {
+        sum += live[k]->bytes;
+        saw_y |= strcmp(live[k]->name, "y") == 0;
+        saw_n |= strcmp(live[k]->name, "n") == 0;
+    }
+    assert_true(saw_y && saw_n);
+    assert_int_equal(sum, pk.bytes);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void dynamic_update_slice_updates_in_place(void **state)
+{
+    (void)state;
+    /* z dies at the update, which takes it over; p is an argument and is
+     * never updated in place, so its update is a new buffer. */
+    hs_module *m = parse(
+        "HloModule dus\n"
+        "ENTRY main {\n"
+        "  p = f32[64,256]{1,0} parameter(0)\n"
+        "  u = f32[1,256]{1,0} parameter(1)\n"
+        "  i = s32[] parameter(2)\n"
+        "  c = f32[] constant(0)\n"
+        "  z = f32[64,256]{1,0} broadcast(c), dimensions={}\n"
+        "  d1 = f32[64,256]{1,0} dynamic-update-slice(z, u, i, i)\n"
+        "  d2 = f32[64,256]{1,0} dynamic-update-slice(p, u, i, i)\n"
+        "  ROOT t = (f32[64,256]{1,0}, f32[64,256]{1,0}) tuple(d1, d2)\n"
+        "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    assert_null(find(ba, "d1"));
+    assert_non_null(find(ba, "d2"));
+    assert_int_equal(find(ba, "z")->kind, HS_BUFFER_OUTPUT);
+    assert_int_equal(find(ba, "z")->end, 7);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void memory_stats_split_arguments_outputs_temporaries(void **state)
+{
+    (void)state;
+    hs_module *m = parse(
+        "HloModule stats\n"
+        "ENTRY main {\n"
+        "  p0 = f32[256]{0} parameter(0)\n"
+        "  p1 = f32[512]{0:S(5)} parameter(1)\n"
+        "  big = f32[256,256]{1,0} broadcast(p0), dimensions={1}\n"
+        "  s = f32[1,256]{1,0} slice(big), slice={[0:1], [0:256]}\n"
+        "  r = f32[256]{0} reshape(s)\n"
+        "  ROOT t = (f32[256]{0}, f32[512]{0:S(5)}) tuple(r, p1)\n"
+        "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    const hs_memory_stats *ms = hs_buffers_memory_stats(ba);
+    assert_int_equal(ms->device.argument_bytes, 1024);
+    assert_int_equal(ms->host.argument_bytes, 2048);
+    /* Outputs: the root's table (16) and s (1024) on the device; p1 on
+     * the host, which is an argument returned as is. */
+    assert_int_equal(ms->device.output_bytes, 16 + 1024);
+    assert_int_equal(ms->host.output_bytes, 2048);
+    assert_int_equal(ms->device.alias_bytes, 0);
+    assert_int_equal(ms->host.alias_bytes, 2048);
+    assert_int_equal(ms->device.temp_bytes, 262144); /* big */
+    assert_int_equal(ms->host.temp_bytes, 0);
+    /* Peak at s: p0 + big + s. */
+    assert_int_equal(ms->device.peak_bytes, 1024 + 262144 + 1024);
+    assert_int_equal(ms->host.peak_bytes, 2048);
+    assert_int_equal(ms->generated_code_bytes, 0);
+    assert_true(find(ba, "p1")->aliases_argument);
+    char *text = hs_memory_stats_format(ms);
+    assert_non_null(text);
+    assert_contains(text, "temporaries");
+    assert_contains(text, "256.00K");
+    free(text);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void call_adds_callee_peak_at_call_site(void **state)
+{
+    (void)state;
+    /* The callee makes a 64 KiB temporary and returns a 256-byte slice;
+     * its returned buffer is the call's, so the callee's peak is only the
+     * temporary. At the call: p 256 + call 256 + 65536. */
+    hs_module *m = parse(
+        "HloModule call\n"
+        "f {\n"
+        "  fp = f32[64]{0} parameter(0)\n"
+        "  fb = f32[256,64]{1,0} broadcast(fp), dimensions={1}\n"
+        "  ROOT fs = f32[1,64]{1,0} slice(fb), slice={[0:1], [0:64]}\n"
+        "}\n"
+        "ENTRY main {\n"
+        "  p = f32[64]{0} parameter(0)\n"
+        "  c = f32[1,64]{1,0} call(p), to_apply=f\n"
+        "  ROOT r = f32[64]{0} reshape(c)\n"
+        "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    hs_buffer_peak pk = hs_buffers_peak(ba, HS_MEMSPACE_DEVICE);
+    assert_int_equal(pk.bytes, 256 + 256 + 65536);
+    assert_string_equal(pk.instruction->name, "c");
+    assert_string_equal(pk.inner->name, "fb"); /* first position of the max */
+    assert_null(find(ba, "fs"));
+    assert_int_equal(find(ba, "c")->kind, HS_BUFFER_OUTPUT);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void malformed_module_is_an_error(void **state)
+{
+    (void)state;
+    hs_module *m = parse(chain);
+    /* Swap a and e: e now uses a before a is defined. */
+    hs_computation *c = m->entry;
+    hs_instruction *t = c->instrs[1];
+    c->instrs[1] = c->instrs[2];
+    c->instrs[2] = t;
+    hs_error err;
+    hs_error_clear(&err);
+    assert_null(hs_assign_buffers(m, &err));
+    assert_int_equal(err.status, HS_ERR_INVALID);
+    assert_contains(err.message, "not defined before it");
+    assert_string_equal(err.instruction, "e");
+    hs_module_free(m);
+}
+
+/* ---- compile-time OOM ----------------------------------------------------- */
+
+static void oom_report_names_largest_buffers(void **state)
+{
+    (void)state;
+    hs_module *m = parse(chain);
+    hs_compile_options o;
+    hs_compile_options_init(&o);
+    o.hbm_bytes = 300 * 1024;
+    char *report = NULL;
+    o.oom_report = &report;
+    hs_executable *exe = NULL;
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_compile(m, &o, NULL, NULL, &exe, &err), HS_ERR_OOM);
+    assert_null(exe);
+    /* 525312 bytes used of 307200: 513.00K of 300.00K, 213.00K over. */
+    assert_contains(err.message,
+                    "RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
+                    "Ran out of memory in memory space hbm. Used 513.00K of "
+                    "300.00K hbm. Exceeded hbm capacity by 213.00K.");
+    assert_contains(err.message, "256.00K a f32[256,256]{1,0}");
+    assert_non_null(report);
+    assert_contains(report, "Total hbm usage >= 513.00K:");
+    assert_contains(report, "  1. Size: 256.00K\n"
+                            "     Operator: op_name=\"layers.0/broadcast\"\n"
+                            "     Shape: f32[256,256]{1,0}\n"
+                            "     XLA label: %a = broadcast(%p)\n"
+                            "     Allocation type: HLO temp\n");
+    assert_contains(report, "  2. Size: 256.00K\n"
+                            "     Operator: op_name=\"layers.0/exp\"\n");
+    assert_contains(report, "  3. Size: 1.00K\n");
+    assert_contains(report, "Allocation type: parameter");
+    free(report);
+
+    /* The same module fits in 1 MiB; without a limit nothing is checked. */
+    o.hbm_bytes = 1 << 20;
+    o.oom_report = NULL;
+    assert_int_equal(hs_compile(m, &o, NULL, NULL, &exe, &err), HS_OK);
+    const hs_buffer_assignment *ba = hs_executable_buffers(exe);
+    assert_non_null(ba);
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 525312);
+    assert_non_null(hs_compile_report_find(hs_executable_report(exe),
+                                           "buffer-assignment"));
+    hs_executable_release(exe);
+    hs_module_free(m);
+}
+
+static void oom_checked_against_device_preset_even_on_cache_hit(void **state)
+{
+    (void)state;
+    /* 64 MiB of broadcast on teach-16m (16 MiB of HBM). */
+    hs_module *m = parse("HloModule big\n"
+                         "ENTRY main {\n"
+                         "  p = f32[4096]{0} parameter(0)\n"
+                         "  b = f32[4096,4096]{1,0} broadcast(p), "
+                         "dimensions={1}\n"
+                         "  ROOT s = f32[1,4096]{1,0} slice(b), "
+                         "slice={[0:1], [0:4096]}\n"
+                         "}\n");
+    hs_compile_cache *cache = hs_compile_cache_new(4);
+    hs_compile_options o;
+    hs_compile_options_init(&o);
+    o.device = "teach-16m";
+    hs_executable *exe = NULL;
+    hs_error err;
+    hs_error_clear(&err);
+    /* No check asked for: compiles, and the executable is cached. */
+    assert_int_equal(hs_compile(m, &o, cache, NULL, &exe, &err), HS_OK);
+    hs_executable_release(exe);
+    o.hbm_bytes = HS_HBM_FROM_DEVICE;
+    assert_int_equal(hs_compile(m, &o, cache, NULL, &exe, &err), HS_ERR_OOM);
+    assert_null(exe);
+    assert_contains(err.message, "Used 64.03M of 16.00M hbm");
+    assert_contains(err.message, "64.00M b f32[4096,4096]{1,0}");
+    o.device = "tpu-v5e";
+    assert_int_equal(hs_compile(m, &o, cache, NULL, &exe, &err), HS_OK);
+    hs_executable_release(exe);
+    hs_compile_cache_free(cache);
+    hs_module_free(m);
+}
+
+static void format_bytes_like_xla(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(hs_format_bytes(0, b, sizeof b), "0B");
+    assert_string_equal(hs_format_bytes(1023, b, sizeof b), "1023B");
+    assert_string_equal(hs_format_bytes(1536, b, sizeof b), "1.50K");
+    assert_string_equal(hs_format_bytes(INT64_C(16) << 30, b, sizeof b),
+                        "16.00G");
+    assert_string_equal(hs_format_bytes(-2048, b, sizeof b), "-2.00K");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(buffer_peak_exact_for_known_chain),
+        cmocka_unit_test(aliases_not_double_counted),
+        cmocka_unit_test(host_buffers_counted_in_host_space),
+        cmocka_unit_test(while_loop_carried_buffers_live_for_whole_loop),
+        cmocka_unit_test(dynamic_update_slice_updates_in_place),
+        cmocka_unit_test(memory_stats_split_arguments_outputs_temporaries),
+        cmocka_unit_test(call_adds_callee_peak_at_call_site),
+        cmocka_unit_test(malformed_module_is_an_error),
+        cmocka_unit_test(oom_report_names_largest_buffers),
+        cmocka_unit_test(oom_checked_against_device_preset_even_on_cache_hit),
+        cmocka_unit_test(format_bytes_like_xla),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
