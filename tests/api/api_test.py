@@ -1,0 +1,536 @@
+#!/usr/bin/python3
+"""REST API tests: each test starts `hloscope serve` on an ephemeral
+loopback port with a temporary --data directory, waits for /healthz, talks
+to it over HTTP and stops it.
+
+    api_test.py HLOSCOPE_BIN SOURCE_DIR TEST_NAME     one test (CTest)
+    api_test.py HLOSCOPE_BIN SOURCE_DIR --list        the test names
+
+Python 3 standard library only (http.client talks to the server directly,
+so no proxy from the environment is involved).
+"""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import xml.etree.ElementTree as ET
+
+BIN = SRC = None
+TESTS = {}
+
+
+def test(fn):
+    TESTS[fn.__name__] = fn
+    return fn
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what, *context):
+    if not cond:
+        raise Fail(what + ("".join("\n  " + str(c)[:2000] for c in context)))
+
+
+# ---- the server under test -------------------------------------------------
+
+
+class Server:
+    def __init__(self, *flags, data=None):
+        self.own_data = data is None
+        self.data = data or tempfile.mkdtemp(prefix="hloscope-api-")
+        self.flags = flags
+        self.start()
+
+    def start(self):
+        cmd = [BIN, "serve", "--port", "0", "--data", self.data,
+               "--examples", os.path.join(SRC, "examples"), *self.flags]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/", line)
+        if not m:
+            err = self.proc.stderr.read() if self.proc.poll() is not None else ""
+            raise Fail("server did not print its URL: %r %s" % (line, err))
+        self.port = int(m.group(1))
+        self.base = "http://127.0.0.1:%d" % self.port
+        deadline = time.time() + 20
+        while True:
+            try:
+                if self.get("/healthz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            check(time.time() < deadline, "no /healthz within 20 s")
+            time.sleep(0.05)
+
+    def request(self, method, path, body=None, headers=None, timeout=120):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            if isinstance(body, (dict, list)):
+                body = json.dumps(body)
+            if isinstance(body, str):
+                body = body.encode()
+            c.request(method, path, body=body, headers=headers or {})
+            r = c.getresponse()
+            data = r.read()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, data
+        finally:
+            c.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body, **kw):
+        return self.request("POST", path, body, **kw)
+
+    def json(self, method, path, body=None, expect=200):
+        status, headers, data = self.request(method, path, body)
+        check(status == expect, "%s %s: status %d, expected %d" % (method, path, status, expect), data)
+        return json.loads(data), headers
+
+    def stop(self, sig=signal.SIGTERM, expect_rc=0):
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=60)
+        err = self.proc.stderr.read()
+        self.proc.stdout.close()
+        self.proc.stderr.close()
+        if expect_rc is not None:
+            check(rc == expect_rc, "server exit status %s, expected %s" % (rc, expect_rc), err)
+        return rc
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.stop(signal.SIGKILL, expect_rc=None)
+        if self.own_data:
+            shutil.rmtree(self.data, ignore_errors=True)
+
+
+def example(name):
+    with open(os.path.join(SRC, "examples", name + ".json")) as f:
+        return json.load(f)
+
+
+# Flags that let the long runs below through the run limits.
+BIG_RUNS = ("--max-run-flops", "1e12", "--max-run-bytes", "1e10")
+
+
+def long_model(seed, repeat=96):
+    """A run of about 2.5 s on the test machine (1e11 FLOPs of dot)."""
+    return {"name": "long-run", "seed": seed, "input": {"shape": [512, 1024]},
+            "layers": [{"repeat": repeat, "block": {"type": "linear", "features": 1024}}]}
+
+
+def error_of(data):
+    e = json.loads(data)["error"]
+    for k in ("code", "message", "path", "line", "column"):
+        check(k in e, "error object lacks %r" % k, e)
+    return e
+
+
+# ---- the small endpoints ------------------------------------------------------
+
+
+@test
+def info_endpoints(s):
+    h, _ = s.json("GET", "/healthz")
+    check(h["status"] == "ok", "healthz status", h)
+    d, _ = s.json("GET", "/v1/devices")
+    names = [x["name"] for x in d["devices"]]
+    check("tpu-v5e" in names and d["default"] in names, "devices lists presets", names)
+    ex, _ = s.json("GET", "/v1/examples")
+    listed = sorted(x["name"] for x in ex["examples"])
+    on_disk = sorted(f[:-5] for f in os.listdir(os.path.join(SRC, "examples")) if f.endswith(".json"))
+    check(listed == on_disk, "examples lists every examples/*.json", listed, on_disk)
+    one, _ = s.json("GET", "/v1/examples/seed_64_linear")
+    check(one == example("seed_64_linear"), "example served as stored")
+    status, _, data = s.get("/v1/examples/no_such_example")
+    check(status == 404 and error_of(data)["code"] == "not_found", "unknown example is 404", data)
+    doc, _ = s.json("GET", "/v1/openapi.json")
+    check(doc["openapi"].startswith("3."), "OpenAPI 3 document")
+    status, headers, data = s.get("/metrics")
+    text = data.decode()
+    check(status == 200 and headers["content-type"].startswith("text/plain"), "metrics is text")
+    for needle in ("hloscope_http_requests_total{route=\"healthz\",status=\"200\"}",
+                   "hloscope_http_request_duration_seconds_bucket{route=\"healthz\",le=\"+Inf\"}",
+                   "hloscope_compile_cache_hits_total", "hloscope_compile_cache_misses_total",
+                   "hloscope_render_duration_seconds_count"):
+        check(needle in text, "metrics has " + needle, text)
+
+
+@test
+def openapi_lists_every_route(s):
+    with open(os.path.join(SRC, "server", "api_routes.c")) as f:
+        table = set(re.findall(r'\{"(GET|POST)", "([^"]+)"', f.read()))
+    check(len(table) >= 17, "route table parsed", table)
+    doc, _ = s.json("GET", "/v1/openapi.json")
+    with open(os.path.join(SRC, "docs", "openapi.json")) as f:
+        check(json.load(f) == doc, "the served document is docs/openapi.json")
+    documented = {(m.upper(), p) for p, ops in doc["paths"].items() for m in ops}
+    check(documented == table, "openapi.json and the route table agree",
+          "undocumented: %s" % sorted(table - documented),
+          "not served: %s" % sorted(documented - table))
+    # Every documented route is answered by a handler (not "no route").
+    rid = "0" * 32
+    for method, path in sorted(documented):
+        concrete = path.replace("{id}", rid).replace("{name}", "mlp")
+        status, _, data = s.request(method, concrete, body=b"{}" if method == "POST" else None)
+        check(status != 405, "%s %s is routed" % (method, path), data)
+        if status == 404:
+            check("no route" not in error_of(data)["message"], "%s %s is routed" % (method, path), data)
+
+
+# ---- compile, run, results ------------------------------------------------------
+
+
+@test
+def compile_is_content_addressed(s):
+    model = example("seed_64_linear")
+    r1, h1 = s.json("POST", "/v1/compile", model)
+    check(re.fullmatch(r"[0-9a-f]{32}", r1["id"]), "id is 32 hex digits", r1["id"])
+    check(h1.get("x-cache") == "miss", "first compile computes", h1)
+    r2, h2 = s.json("POST", "/v1/compile", model)
+    check(r2 == r1 and h2.get("x-cache") == "hit", "same request, same id, answered from the store")
+    # Key order and whitespace do not matter: the request is canonical.
+    reordered = json.dumps(dict(reversed(list(model.items()))), indent=4)
+    r3, h3 = s.json("POST", "/v1/compile", reordered)
+    check(r3["id"] == r1["id"] and h3.get("x-cache") == "hit", "canonical body", r3["id"])
+    # An override is part of the request.
+    r4, _ = s.json("POST", "/v1/compile?loop=unrolled", model)
+    check(r4["id"] != r1["id"] and r4["loop"] == "unrolled", "override changes the id")
+    check(r4["instructions"]["traced"] > 10 * r1["instructions"]["traced"],
+          "unrolled has many more instructions than scan",
+          r4["instructions"], r1["instructions"])
+    status, _, data = s.get("/metrics")
+    m = re.search(r"hloscope_result_cache_hits_total (\d+)", data.decode())
+    check(m and int(m.group(1)) >= 2, "result cache hits counted", data)
+
+
+@test
+def results_and_artefacts(s):
+    r, _ = s.json("POST", "/v1/compile", example("mlp"))
+    rid = r["id"]
+    summary, _ = s.json("GET", "/v1/results/" + rid)
+    check(summary == r, "summary is the compile result")
+    for stage in ("traced", "optimized"):
+        status, headers, data = s.get("/v1/results/%s/hlo?stage=%s" % (rid, stage))
+        check(status == 200 and b"ENTRY %" in data and data.startswith(b"HloModule"),
+              "hlo " + stage, data[:200])
+    status, _, data = s.get("/v1/results/%s/hlo?stage=bogus" % rid)
+    check(status == 422 and error_of(data)["path"] == "?stage", "unknown stage is 422", data)
+    status, headers, dot = s.get("/v1/results/%s/graph.dot?stage=traced" % rid)
+    check(status == 200 and dot.startswith(b"digraph"), "graph.dot", dot[:200])
+    g, _ = s.json("GET", "/v1/results/%s/graph.json" % rid)
+    check(len(g["nodes"]) > 3 and "edges" in g, "graph.json has nodes and edges")
+    mem, _ = s.json("GET", "/v1/results/%s/memory.json" % rid)
+    check(mem["peak_device_bytes"] > 0 and len(mem["buffers"]) > 0, "memory.json", mem)
+    status, headers, svg = s.get("/v1/results/%s/memory.svg" % rid)
+    check(status == 200 and headers["content-type"] == "image/svg+xml", "memory.svg")
+    ET.fromstring(svg)
+    met, _ = s.json("GET", "/v1/results/%s/metrics" % rid)
+    check(met["compile_report"]["passes"] and "UncachedCompile" in met["counters"],
+          "result metrics", met)
+    status, _, data = s.get("/v1/results/" + "f" * 32)
+    check(status == 404 and error_of(data)["code"] == "not_found", "unknown result is 404", data)
+    status, _, data = s.get("/v1/results/not-an-id/hlo")
+    check(status == 404, "malformed id is 404", data)
+
+
+@test
+def graph_svg_is_well_formed(s):
+    r, _ = s.json("POST", "/v1/compile", example("seed_64_linear"))
+    for stage in ("traced", "optimized"):
+        status, headers, svg = s.get("/v1/results/%s/graph.svg?stage=%s" % (r["id"], stage))
+        check(status == 200 and headers["content-type"] == "image/svg+xml", "graph.svg", svg[:300])
+        root = ET.fromstring(svg)
+        ns = "{http://www.w3.org/2000/svg}"
+        check(root.tag == ns + "svg", "root element is svg", root.tag)
+        drawn = {g.get("id") for g in root.iter(ns + "g") if g.get("class") == "node"}
+        g, _ = s.json("GET", "/v1/results/%s/graph.json?stage=%s" % (r["id"], stage))
+        ids = {n["id"] for n in g["nodes"]}
+        check(ids and ids <= drawn, "an SVG element for every node id",
+              "missing: %s" % sorted(ids - drawn)[:20])
+    # Layers collapse by default and open with ?expand=.
+    u, _ = s.json("POST", "/v1/compile?loop=unrolled", example("seed_64_linear"))
+    closed, _ = s.json("GET", "/v1/results/%s/graph.json" % u["id"])
+    opened, _ = s.json("GET", "/v1/results/%s/graph.json?expand=layers.3" % u["id"])
+    check(len(opened["nodes"]) > len(closed["nodes"]), "expand opens a layer",
+          len(opened["nodes"]), len(closed["nodes"]))
+
+
+@test
+def render_node_limit_is_422(s):
+    r, _ = s.json("POST", "/v1/compile?loop=unrolled", example("decoder_50x256"))
+    status, _, data = s.get("/v1/results/%s/graph.svg?expand=all" % r["id"])
+    e = error_of(data)
+    check(status == 422 and e["code"] == "limit", "too many nodes to draw is 422", data)
+
+
+@test
+def run_and_compare(s):
+    r, _ = s.json("POST", "/v1/run", example("mlp"))
+    check(r["endpoint"] == "run" and r["outputs"][0]["shape"] == "f32[8,10]", "run outputs", r)
+    check(r["run"]["peak_device_bytes"] > 0 and r["run"]["flops"] > 0, "run stats", r["run"])
+    mem, _ = s.json("GET", "/v1/results/%s/memory.json" % r["id"])
+    check(mem["measured"]["peak_device_bytes"] == r["run"]["peak_device_bytes"],
+          "memory.json has the measured peak", mem.get("measured"))
+    # Same model, scanned: same numbers.
+    r2, _ = s.json("POST", "/v1/run?loop=scan", example("mlp"))
+    check(abs(r2["outputs"][0]["sum"] - r["outputs"][0]["sum"]) < 1e-3,
+          "scan matches unrolled", r2["outputs"], r["outputs"])
+    body = {"model": example("seed_64_linear"), "a": {"loop": "unrolled"}, "b": {"loop": "scan"}}
+    c, _ = s.json("POST", "/v1/compare", body)
+    check(c["a"]["loop"] == "unrolled" and c["b"]["loop"] == "scan", "variants", c["a"]["loop"])
+    check(0 < c["ratios"]["instructions_optimized"] < 0.2, "scan has far fewer instructions",
+          c["ratios"])
+    check(c["diff"]["counts"]["removed"] > 0 and c["diff"]["opcodes"]["dot"] == {"a": 64, "b": 1},
+          "diff by name and opcode", c["diff"]["counts"], c["diff"]["opcodes"].get("dot"))
+    for side in ("a", "b"):
+        sub, _ = s.json("GET", "/v1/results/" + c[side]["id"])
+        check(sub["id"] == c[side]["id"], "variant %s is a result of its own" % side)
+    again, h = s.json("POST", "/v1/compare", body)
+    check(again["id"] == c["id"] and h.get("x-cache") == "hit", "compare is content-addressed")
+    status, _, data = s.post("/v1/compare", {"model": example("mlp"), "a": {"loop": "scan"}})
+    check(status == 422 and "needs 'b'" in error_of(data)["message"], "compare needs a and b", data)
+    status, _, data = s.post("/v1/compare", {"model": example("mlp"), "a": {"lop": "scan"}, "b": {}})
+    check(status == 422 and error_of(data)["path"] == "/a/lop", "variant keys checked", data)
+
+
+@test
+def hlo_body_and_overrides(s):
+    with open(os.path.join(SRC, "..", "shared", "hlo-samples", "add.hlo")) as f:
+        hlo = f.read()
+    r, _ = s.json("POST", "/v1/compile", {"hlo": hlo})
+    check(r["input"] == "hlo", "HLO body compiles", r)
+    rr, _ = s.json("POST", "/v1/run?device=teach-16m", {"hlo": hlo})
+    check(rr["device"] == "teach-16m" and rr["outputs"], "HLO body runs on the chosen device", rr)
+    status, _, data = s.post("/v1/compile", {"hlo": "HloModule m\n\nENTRY e {\n  %x = f32[2] parameter(0\n}\n"})
+    e = error_of(data)
+    check(status == 400 and e["line"] >= 4 and e["path"] == "/hlo", "HLO syntax error has a line", data)
+    status, _, data = s.post("/v1/compile?loop=scan", {"hlo": hlo})
+    check(status == 422 and error_of(data)["path"] == "?loop", "loop applies to models only", data)
+    b, _ = s.json("POST", "/v1/compile?batch=4", example("mlp"))
+    check(b["output_shape"].startswith("f32[4,10]"), "batch override", b["output_shape"])
+    status, _, data = s.post("/v1/compile?device=tpu-v9", example("mlp"))
+    check(status == 422 and error_of(data)["path"] == "?device", "unknown device", data)
+    status, _, data = s.post("/v1/compile?frob=1", example("mlp"))
+    check(status == 422 and error_of(data)["path"] == "?frob", "unknown query parameter", data)
+    status, _, data = s.post("/v1/compile?residuals=offload&loop=scan", example("seed_64_linear"))
+    check(status == 200 and json.loads(data)["residuals"] == "offload", "residuals override", data)
+
+
+# ---- errors ----------------------------------------------------------------------
+
+
+@test
+def error_classes(s):
+    status, _, data = s.post("/v1/compile", '{\n  "name": "x",\n  "seed": 0,,\n}')
+    e = error_of(data)
+    check(status == 400 and e["code"] == "parse" and e["line"] == 3 and e["column"] > 0,
+          "malformed JSON: 400 with line and column", data)
+    status, _, data = s.post("/v1/compile", {"input": {"shape": [1, 8]},
+                                             "layers": [{"type": "linear", "featurs": 8}]})
+    e = error_of(data)
+    check(status == 422 and e["path"] == "/layers/0/featurs", "schema error: 422 with JSON path", data)
+    status, _, data = s.post("/v1/compile", "[" * 40 + "]" * 40)
+    check(status == 422 and error_of(data)["code"] == "limit", "too deep: 422", data)
+    status, _, data = s.post("/v1/compile", " " * (1 << 20) + "{}")
+    check(status == 413 and error_of(data)["code"] == "too_large", "too large: 413", data)
+    status, _, data = s.post("/v1/compile", "")
+    check(status == 400, "empty body: 400", data)
+    status, _, data = s.post("/v1/compile", "[1, 2]")
+    check(status == 422, "not an object: 422", data)
+    status, _, data = s.get("/v2/nothing")
+    check(status == 404 and error_of(data)["code"] == "not_found", "unknown route: 404", data)
+    status, headers, data = s.request("DELETE", "/v1/compile")
+    check(status == 405 and headers.get("allow") == "POST", "wrong method: 405 with Allow", headers)
+    status, headers, data = s.post("/v1/devices", "{}")
+    check(status == 405 and headers.get("allow") == "GET", "POST on a GET route: 405", headers)
+    big = {"input": {"shape": [1, 1 << 16]}, "layers": [{"type": "linear", "features": 1 << 16}]}
+    status, _, data = s.post("/v1/compile", big)
+    check(status == 422 and error_of(data)["code"] == "limit", "tensor element limit: 422", data)
+    status, _, data = s.post("/v1/compile?timeout_ms=abc", example("mlp"))
+    check(status == 422 and error_of(data)["path"] == "?timeout_ms", "bad timeout_ms", data)
+
+
+@test
+def deadline_exceeded_is_503(s):
+    model = {"name": "deep", "input": {"shape": [1, 128, 64]},
+             "layers": [{"repeat": 600, "block": {"type": "decoder", "heads": 2, "hidden": 96}}]}
+    status, headers, data = s.post("/v1/compile?loop=unrolled&timeout_ms=1", model)
+    e = error_of(data)
+    check(status == 503 and e["code"] == "deadline_exceeded", "deadline exceeded: 503", data)
+    # Not remembered as a result: without the deadline the same model compiles.
+    status, _, data = s.post("/v1/compile?loop=scan", model)
+    check(status == 200, "a deadline does not poison the id", data[:300])
+
+
+@test
+def run_limits_are_422(s):
+    status, _, data = s.post("/v1/run", long_model(1, repeat=200))
+    e = error_of(data)
+    check(status == 422 and e["code"] == "limit" and "max-run-flops" in e["message"],
+          "a run above --max-run-flops is refused", data)
+    status, _, data = s.post("/v1/compile", long_model(1, repeat=200))
+    check(status == 200, "compile of the same model works", data[:300])
+    status, _, data = s.post("/v1/run?device=teach-16m", example("seed_64_linear"))
+    check(status == 422 and error_of(data)["code"] == "out_of_memory", "device OOM is 422", data)
+
+
+@test
+def too_many_in_flight_is_429(s):
+    s2 = Server("--max-inflight", "1", "--workers", "1", *BIG_RUNS)
+    try:
+        t = threading.Thread(target=lambda: s2.post("/v1/run", long_model(11)))
+        t.start()
+        deadline = time.time() + 10
+        while s2.json("GET", "/healthz")[0]["inflight"] < 1:
+            check(time.time() < deadline, "long run never started")
+            time.sleep(0.02)
+        status, headers, data = s2.post("/v1/compile", example("mlp"))
+        check(status == 429 and error_of(data)["code"] == "too_many_requests"
+              and headers.get("retry-after"), "429 while full", data)
+        t.join()
+    finally:
+        s2.close()
+
+
+# ---- concurrency, persistence, shutdown --------------------------------------------
+
+
+@test
+def answers_while_long_runs_are_in_flight(s):
+    s2 = Server("--workers", "3", *BIG_RUNS)
+    try:
+        results = []
+        runs = [threading.Thread(target=lambda k=k: results.append(s2.post("/v1/run", long_model(20 + k))))
+                for k in range(2)]
+        for t in runs:
+            t.start()
+        deadline = time.time() + 10
+        while s2.json("GET", "/healthz")[0]["inflight"] < 2:
+            check(time.time() < deadline, "long runs never started")
+            time.sleep(0.02)
+        worst = 0
+        for _ in range(20):
+            t0 = time.time()
+            check(s2.get("/healthz")[0] == 200, "healthz during runs")
+            worst = max(worst, time.time() - t0)
+        t0 = time.time()
+        c, _ = s2.json("POST", "/v1/compile", example("mlp"))
+        compile_s = time.time() - t0
+        inflight = s2.json("GET", "/healthz")[0]["inflight"]
+        check(inflight >= 1, "runs were still in flight during the checks", inflight)
+        check(worst < 0.5, "healthz answered promptly during long runs (worst %.3f s)" % worst)
+        check(compile_s < 2.0, "a compile is answered during long runs (%.3f s)" % compile_s)
+        for t in runs:
+            t.join()
+        check(all(r[0] == 200 for r in results), "long runs succeed", [r[0] for r in results])
+    finally:
+        s2.close()
+
+
+@test
+def results_survive_restart_and_kill9(s):
+    data_dir = tempfile.mkdtemp(prefix="hloscope-api-")
+    try:
+        a = Server(data=data_dir)
+        r, _ = a.json("POST", "/v1/compile", example("seed_64_linear"))
+        run, _ = a.json("POST", "/v1/run", example("mlp"))
+        a.stop(signal.SIGTERM, expect_rc=0)
+        b = Server(data=data_dir)
+        got, h = b.json("GET", "/v1/results/" + r["id"])
+        check(got == r, "summary after a restart", got)
+        status, headers, hlo = b.get("/v1/results/%s/hlo?stage=optimized" % r["id"])
+        check(status == 200 and b"ENTRY" in hlo and headers.get("x-cache") == "miss",
+              "HLO recomputed from the stored request", headers)
+        status, headers, _ = b.get("/v1/results/%s/hlo?stage=optimized" % r["id"])
+        check(headers.get("x-cache") == "hit", "then served from the LRU", headers)
+        status, headers, svg = b.get("/v1/results/%s/graph.svg" % r["id"])
+        check(status == 200, "graph after a restart", svg[:200])
+        c, _ = b.json("POST", "/v1/compile?loop=unrolled", example("mlp"))
+        b.stop(signal.SIGKILL, expect_rc=None)
+        k = Server(data=data_dir)
+        for rid, want in ((r["id"], r), (run["id"], run), (c["id"], c)):
+            got, _ = k.json("GET", "/v1/results/" + rid)
+            check(got == want, "result %s after kill -9" % rid)
+        met, _ = k.json("GET", "/v1/results/%s/metrics" % c["id"])
+        check(met["compile_report"]["passes"], "metrics after kill -9")
+        k.stop()
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+
+
+@test
+def sigterm_finishes_in_flight_work(s):
+    s2 = Server(*BIG_RUNS)
+    try:
+        out = []
+        t = threading.Thread(target=lambda: out.append(s2.post("/v1/run", long_model(31))))
+        t.start()
+        deadline = time.time() + 10
+        while s2.json("GET", "/healthz")[0]["inflight"] < 1:
+            check(time.time() < deadline, "long run never started")
+            time.sleep(0.02)
+        rc = s2.stop(signal.SIGTERM, expect_rc=0)
+        t.join()
+        check(out and out[0][0] == 200, "the in-flight run was answered", out and out[0][:2])
+        try:
+            s2.get("/healthz", timeout=2)
+            check(False, "the server still accepts connections after shutdown")
+        except OSError:
+            pass
+    finally:
+        s2.close()
+
+
+# ---- examples/curl ---------------------------------------------------------------
+
+
+def curl_script(s, name):
+    env = dict(os.environ, no_proxy="127.0.0.1,localhost", NO_PROXY="127.0.0.1,localhost")
+    p = subprocess.run(["bash", os.path.join(SRC, "examples", "curl", name), s.base],
+                       capture_output=True, text=True, timeout=300, env=env)
+    check(p.returncode == 0, "examples/curl/%s exits 0 (got %d)" % (name, p.returncode),
+          p.stdout[-2000:], p.stderr[-2000:])
+    return p.stdout
+
+
+for _script in ("compile", "run", "compare", "svg"):
+    def _make(script):
+        def fn(s):
+            curl_script(s, script + ".sh")
+        fn.__name__ = "curl_" + script
+        return fn
+    test(_make(_script))
+
+
+def main():
+    global BIN, SRC
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    BIN, SRC, name = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
+    if name == "--list":
+        print("\n".join(TESTS))
+        return
+    s = Server()
+    try:
+        TESTS[name](s)
+    except Fail as f:
+        print("FAIL %s: %s" % (name, f))
+        sys.exit(1)
+    finally:
+        s.close()
+    print("ok %s" % name)
+
+
+if __name__ == "__main__":
+    main()
