@@ -372,7 +372,8 @@ static bool movement_map(const builder *b, const hs_instruction *in,
 
 static int emit(builder *b, const hs_instruction *in, const fmap *m, int depth)
 {
-    if (depth > 512 || b->n_ops >= DEV_FUSION_MAX_VALUES || b->oom)
+    if (depth > DEV_FUSION_MAX_DEPTH || b->n_ops >= DEV_FUSION_MAX_VALUES ||
+        b->oom)
         return FAIL;
     int v = recall(b, in, m);
     if (v >= 0)

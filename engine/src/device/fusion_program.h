@@ -30,6 +30,9 @@
 enum {
     DEV_FUSION_BLOCK = 512,       /* elements per block */
     DEV_FUSION_MAX_VALUES = 1024, /* larger fused computations fall back */
+    /* Longest operand chain compiled (the compile recurses, about 1.5 KiB
+     * of stack per level); deeper fused computations fall back. */
+    DEV_FUSION_MAX_DEPTH = 100,
     DEV_FUSION_SLOT_BYTES = DEV_FUSION_BLOCK * 8 /* widest type: 8 bytes */
 };
 

@@ -155,8 +155,11 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
         for (int k = 0; ok && k < n; k++) {
             const hs_shape *a = &in->operands[k]->shape;
             const hs_shape *r = n == 1 ? &in->shape : &in->shape.elems[k];
+            const hs_shape *a0 = &in->operands[0]->shape;
             ok = a->dtype != HS_TUPLE && r->dtype != HS_TUPLE &&
-                 hs_shape_compatible(a, &in->operands[0]->shape) &&
+                 a->rank == a0->rank &&
+                 memcmp(a->dims, a0->dims,
+                        sizeof(int64_t) * (size_t)a->rank) == 0 &&
                  hs_shape_elements(&in->operands[n + k]->shape) == 1 &&
                  in->operands[n + k]->shape.dtype == a->dtype &&
                  r->dtype == a->dtype;
