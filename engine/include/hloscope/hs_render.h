@@ -1,0 +1,201 @@
+/*
+ * hs_render.h - drawing: HLO graphs as DOT or JSON, memory timelines and
+ * step Gantt charts as Graphviz graphs with pinned positions, and a layout
+ * step that turns DOT into SVG in an isolated worker process.
+ *
+ *     hs_render_options o = {.expand = "layers.3"};   // zero = defaults
+ *     char *dot, *svg;
+ *     size_t dot_len, svg_len;
+ *     hs_error err;
+ *     if (hs_render_graph_dot(module, &o, &dot, &dot_len, &err) == HS_OK &&
+ *         hs_render_layout(dot, HS_RENDER_ENGINE_GRAPH, "svg", 5000, &svg,
+ *                          &svg_len, &err) == HS_OK) {
+ *         ... serve svg ...
+ *     }
+ *     free(dot); free(svg);
+ *
+ * Graphs follow XLA's graph dumper (xla/service/hlo_graph_dumper.cc): one
+ * node per instruction coloured by opcode category, ROOT and parameters
+ * marked, operand numbers on the edges of multi-operand users, called
+ * computations (while body and condition, fusion, call, conditional
+ * branches) as nested clusters named after the computation. Layers of an
+ * unrolled model (op_name "layers.N/...") are drawn as one node per layer
+ * unless expanded; a view larger than the node budget is refused with
+ * HS_ERR_LIMIT instead of being handed to Graphviz. docs/RENDER.md has the
+ * palette, the views and the isolation design.
+ *
+ * Every text that comes from the user (names, op_names, shapes, frontend
+ * attributes) is sanitized and escaped; no input can break out of a DOT
+ * string or produce invalid JSON.
+ *
+ * Reentrant: no function here keeps state between calls, every call works
+ * on objects the caller owns, and the module is only read. Outputs are
+ * malloc'ed, NUL-terminated and freed by the caller with free().
+ */
+#ifndef HLOSCOPE_HS_RENDER_H
+#define HLOSCOPE_HS_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hloscope/hs_ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Limits and engines                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Nodes one graph view may have (instructions plus collapsed layers). */
+#define HS_RENDER_DEFAULT_MAX_NODES 2000
+/* Edges are bounded at this multiple of max_nodes. */
+#define HS_RENDER_EDGES_PER_NODE 8
+/* Boxes a memory timeline or Gantt chart draws (more are folded). */
+#define HS_RENDER_DEFAULT_MAX_BOXES 2000
+/* hs_render_layout: time limit when timeout_ms <= 0, and the largest
+ * output it accepts. */
+#define HS_RENDER_DEFAULT_TIMEOUT_MS 10000
+#define HS_RENDER_MAX_OUTPUT_BYTES ((size_t)64 << 20)
+
+/* The layout engine for each kind of drawing: "dot" for HLO graphs, "nop2"
+ * (what `neato -n2` runs: positions given, nothing moved) for the pinned
+ * drawings (memory timelines, Gantt charts). */
+#define HS_RENDER_ENGINE_GRAPH "dot"
+#define HS_RENDER_ENGINE_PINNED "nop2"
+
+/* ------------------------------------------------------------------------ */
+/* HLO graphs                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct hs_render_options {
+    /* Render this computation only (with what it calls); NULL: the entry
+     * computation. An unknown name is HS_ERR_INVALID. */
+    const char *computation;
+    /* Layers to draw open, comma-separated ("layers.3,layers.7"); "all" (or
+     * "*") opens every layer. NULL or "": every layer collapsed. A key that
+     * names no layer of this view is ignored (the same link works for
+     * every stage); a malformed key is HS_ERR_INVALID. */
+    const char *expand;
+    /* Node budget; 0 = HS_RENDER_DEFAULT_MAX_NODES. Larger views give
+     * HS_ERR_LIMIT with a message suggesting how to collapse. */
+    int64_t max_nodes;
+    /* Graph label; NULL = the module's name. */
+    const char *title;
+} hs_render_options;
+
+/* The view as DOT text. HS_ERR_INVALID for an unknown computation or a
+ * malformed expand key, HS_ERR_LIMIT over the node budget, HS_ERR_NOMEM. */
+hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
+                              char **out, size_t *out_len, hs_error *err);
+
+/* The same view as JSON:
+ *   {"module", "computation", "title",
+ *    "nodes":    [{id, name, opcode, category, shape, bytes, op_name, layer,
+ *                  computation, is_root, collapsed_count}],
+ *    "edges":    [{from, to, operand_index, kind}],
+ *    "clusters": [{id, computation, parent, caller, nodes}],
+ *    "stats":    {instructions, nodes, edges, clusters, layers_collapsed}}
+ * A collapsed layer is a node with opcode "layer", category "layer", shape
+ * null and collapsed_count = the instructions it stands for (0 for an
+ * instruction node); its bytes sum its instructions' output bytes.
+ * operand_index is -1 when not drawn (single-operand users, collapsed
+ * targets); kind is "operand" or "call" (a cluster's root to the caller). */
+hs_status hs_render_graph_json(const hs_module *m, const hs_render_options *o,
+                               char **out, size_t *out_len, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Memory timelines                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* One buffer, live over [start, end) on the caller's axis (an instruction
+ * index in program order, or seconds of simulated time). Strings may be
+ * NULL. end < start is HS_ERR_INVALID; end == start draws a sliver. */
+typedef struct hs_timeline_buffer {
+    const char *name;
+    const char *instruction; /* the instruction that defines it */
+    const char *op_name;     /* its metadata op_name ("layers.3/mlp") */
+    int64_t bytes;
+    int memory_space; /* HS_MEMSPACE_DEVICE, HS_MEMSPACE_HOST, ... */
+    double start, end;
+} hs_timeline_buffer;
+
+typedef enum hs_timeline_axis {
+    HS_TIMELINE_PROGRAM_ORDER = 0, /* instruction index */
+    HS_TIMELINE_TIME               /* seconds (simulated) */
+} hs_timeline_axis;
+
+typedef struct hs_timeline_options {
+    hs_timeline_axis axis;
+    const char *title;      /* NULL: "memory timeline" */
+    double width_pt;        /* plot width; 0 = 900 */
+    double panel_height_pt; /* plot height per memory space; 0 = 260 */
+    int64_t max_boxes;      /* 0 = HS_RENDER_DEFAULT_MAX_BOXES; the
+                               smallest buffers beyond it are folded into
+                               the outline only */
+    int64_t device_capacity_bytes; /* > 0 draws a capacity line on the
+                                      device panel */
+} hs_timeline_options;
+
+/* Bytes live per memory space over the axis as a step outline, buffers as
+ * boxes (x = lifetime, height = bytes, stacked first-fit), the peak
+ * labelled, axis ticks; one panel per memory space, device first. Lay out
+ * with HS_RENDER_ENGINE_PINNED. */
+hs_status hs_render_timeline_dot(const hs_timeline_buffer *buffers, size_t n,
+                                 const hs_timeline_options *o, char **out,
+                                 size_t *out_len, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Step Gantt charts                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef enum hs_gantt_lane { HS_GANTT_HOST = 0, HS_GANTT_DEVICE } hs_gantt_lane;
+
+/* One segment in seconds. kind picks the colour: "trace", "compile",
+ * "execute", "transfer", "idle", "wait"; others are hashed to a colour. */
+typedef struct hs_gantt_segment {
+    hs_gantt_lane lane;
+    const char *label;
+    const char *kind;
+    double start, end;
+} hs_gantt_segment;
+
+typedef struct hs_gantt_options {
+    const char *title;  /* NULL: "steps" */
+    double width_pt;    /* 0 = 900 */
+    int64_t max_boxes;  /* 0 = HS_RENDER_DEFAULT_MAX_BOXES */
+} hs_gantt_options;
+
+/* Two lanes (host above device), segments as boxes, time ticks. Lay out
+ * with HS_RENDER_ENGINE_PINNED. */
+hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
+                              const hs_gantt_options *o, char **out,
+                              size_t *out_len, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Layout                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Lays out DOT with libgvc in a worker process and returns the rendering.
+ * engine: "dot", "neato", "nop" or "nop2"; format: "svg", "xdot", "dot",
+ * "json" or "plain". timeout_ms <= 0 means HS_RENDER_DEFAULT_TIMEOUT_MS.
+ *
+ * Errors: HS_ERR_CANCELLED "layout timed out after N ms" (the worker is
+ * killed and reaped), HS_ERR_RUNTIME "layout worker crashed (signal N)",
+ * HS_ERR_INVALID for a DOT syntax error or an unknown engine or format,
+ * HS_ERR_LIMIT when the output exceeds HS_RENDER_MAX_OUTPUT_BYTES.
+ *
+ * Safe to call from many threads at once: each call forks its own worker
+ * and waits for that pid only. The process must not ignore SIGCHLD or reap
+ * children it did not start with waitpid(-1, ...). See docs/RENDER.md for
+ * what the worker does after fork() in a multithreaded process. */
+hs_status hs_render_layout(const char *dot, const char *engine,
+                           const char *format, int64_t timeout_ms,
+                           char **out, size_t *out_len, hs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,209 @@
+/* render_internal.h - what the files of the render module share: a text
+ * buffer, escaping, the palette, and the view graph that the DOT and JSON
+ * writers both print. */
+#ifndef HLOSCOPE_RENDER_INTERNAL_H
+#define HLOSCOPE_RENDER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hloscope/hs_ir.h"
+#include "hloscope/hs_render.h"
+
+/* ---- text buffer (strbuf.c) -------------------------------------------- */
+
+/* A growable NUL-terminated buffer. Allocation failure is sticky (oom) and
+ * makes every later append a no-op, so writers check once at the end. */
+typedef struct hs_rbuf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+} hs_rbuf;
+
+void hs__rbuf_put(hs_rbuf *b, const char *s, size_t n);
+void hs__rbuf_puts(hs_rbuf *b, const char *s);
+void hs__rbuf_putc(hs_rbuf *b, char c);
+void hs__rbuf_printf(hs_rbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void hs__rbuf_free(hs_rbuf *b);
+/* Hands the text to the caller (*out, *out_len) or frees it and reports
+ * HS_ERR_NOMEM. */
+hs_status hs__rbuf_finish(hs_rbuf *b, char **out, size_t *out_len,
+                          hs_error *err);
+
+/* ---- escaping (escape.c) ----------------------------------------------- */
+
+/* Appends s made safe to show: valid UTF-8 is kept, invalid bytes and
+ * control characters become '?', and text beyond max_chars characters (0 =
+ * no limit) is cut with "...". The result never contains '\0', '\n' or
+ * bytes < 0x20. */
+void hs__text_clean(hs_rbuf *b, const char *s, size_t max_chars);
+/* Appends s cleaned (as above) and escaped for the inside of a DOT quoted
+ * string: '"' and '\\' get a backslash. */
+void hs__dot_text(hs_rbuf *b, const char *s, size_t max_chars);
+/* Appends s as a DOT quoted string: '"' + hs__dot_text + '"'. */
+void hs__dot_quoted(hs_rbuf *b, const char *s, size_t max_chars);
+/* A stable id for a name: bytes outside [A-Za-z0-9_.-] become %HH. The
+ * encoding is injective and its output needs no escaping anywhere. */
+void hs__id_encode(hs_rbuf *b, const char *s);
+/* Human bytes: "512 B", "1.5 KiB", "3.00 MiB". */
+void hs__format_bytes(char *buf, size_t size, double bytes);
+
+/* ---- palette (palette.c) ----------------------------------------------- */
+
+/* Render categories: the opcode table's categories, plus host transfers
+ * (split out of copies and custom-calls) and collapsed layers. */
+typedef enum hs_rcat {
+    HS_RCAT_PARAMETER,
+    HS_RCAT_CONSTANT,
+    HS_RCAT_ELEMENTWISE,
+    HS_RCAT_DATA_MOVEMENT,
+    HS_RCAT_DOT,
+    HS_RCAT_REDUCTION,
+    HS_RCAT_TUPLE,
+    HS_RCAT_CONTROL,
+    HS_RCAT_FUSION,
+    HS_RCAT_CUSTOM_CALL,
+    HS_RCAT_COPY,
+    HS_RCAT_HOST_TRANSFER,
+    HS_RCAT_COLLECTIVE,
+    HS_RCAT_OTHER,
+    HS_RCAT_LAYER,
+    HS_RCAT_COUNT
+} hs_rcat;
+
+typedef struct hs_node_style {
+    const char *fill, *stroke, *font;
+} hs_node_style;
+
+hs_rcat hs__render_category(const hs_instruction *i);
+const char *hs__rcat_name(hs_rcat c);
+/* Colours of a node: parameters with >= 4096 elements get the darker
+ * orange and scalar element-wise ops white, as in XLA. */
+hs_node_style hs__node_style(hs_rcat c, const hs_instruction *i);
+/* A fill colour for buffer boxes and Gantt segments, chosen by a key. */
+const char *hs__key_colour(const char *key, size_t len);
+
+/* ---- layers (layers.c) -------------------------------------------------- */
+
+/* The layer key of an op_name: "layers.N" when op_name is "layers.N" or
+ * starts with "layers.N/". Returns its length (0 when none). */
+size_t hs__layer_key(const char *op_name);
+
+typedef struct hs_expand {
+    bool all;
+    int n;
+    const char **keys; /* pointers into text, lengths in lens */
+    size_t *lens;
+} hs_expand;
+
+/* Parses the expand list; keys live in arena a. */
+hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
+                           hs_error *err);
+bool hs__expand_has(const hs_expand *e, const char *key, size_t len);
+
+/* ---- the view graph (view.c) ------------------------------------------- */
+
+typedef struct hs_vnode {
+    const char *id;               /* encoded, safe in DOT and JSON */
+    const hs_instruction *instr;  /* NULL for a collapsed layer */
+    const hs_computation *comp;
+    const char *layer;            /* layer key or NULL */
+    size_t layer_len;
+    int cluster;                  /* -1: top level */
+    int collapsed_count;          /* 0 for an instruction node */
+    int64_t bytes;
+    bool is_root;
+} hs_vnode;
+
+typedef enum hs_vedge_kind { HS_VEDGE_OPERAND, HS_VEDGE_CALL } hs_vedge_kind;
+
+typedef struct hs_vedge {
+    int from, to;
+    int operand_index; /* -1: not drawn */
+    hs_vedge_kind kind;
+    int ltail;         /* call edges: the cluster of from; else -1 */
+} hs_vedge;
+
+typedef struct hs_vcluster {
+    const char *id; /* "cluster_" + encoded computation name */
+    const hs_computation *comp;
+    const hs_instruction *caller; /* first visible caller */
+    int parent;                   /* -1: top level */
+    /* children, filled by hs__view_index: node and cluster indices */
+    int n_nodes, *nodes;
+    int n_children, *children;
+} hs_vcluster;
+
+typedef struct hs_view {
+    hs_arena *arena; /* everything below lives here */
+    const hs_module *module;
+    const hs_computation *top;
+    const char *title;
+    int n_nodes, cap_nodes;
+    hs_vnode *nodes;
+    int n_edges, cap_edges;
+    hs_vedge *edges;
+    int n_clusters, cap_clusters;
+    hs_vcluster *clusters;
+    /* top-level members, filled by hs__view_index */
+    int n_top_nodes, *top_nodes;
+    int n_top_clusters, *top_clusters;
+    int64_t instructions; /* instructions the view stands for */
+    int layers_collapsed;
+} hs_view;
+
+/* Builds the view of m that o asks for. On failure the view is freed. */
+hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
+                         hs_view *v, hs_error *err);
+void hs__view_free(hs_view *v);
+
+/* ---- node text (labels.c) ---------------------------------------------- */
+
+/* The label lines of a node, each escaped for a DOT string and joined with
+ * "\\n"; the tooltip likewise. */
+void hs__node_label(hs_rbuf *b, const hs_view *v, const hs_vnode *n);
+void hs__node_tooltip(hs_rbuf *b, const hs_view *v, const hs_vnode *n);
+/* "f32[2,16]{1,0}" (cut at max characters) into buf. */
+void hs__shape_text(const hs_shape *s, char *buf, size_t size);
+/* Short text for a called computation: "add", "max", ... or its name. */
+const char *hs__trivial_computation(const hs_computation *c);
+
+/* ---- pinned drawings (pinned.c) ---------------------------------------- */
+
+/* Helpers that write nodes at fixed positions (points, y up). */
+typedef struct hs_pinned {
+    hs_rbuf *b;
+    int next_id;          /* for generated node names */
+    double width, height; /* the canvas */
+} hs_pinned;
+
+void hs__pinned_begin(hs_pinned *p, const char *title, double width,
+                      double height);
+void hs__pinned_end(hs_pinned *p);
+/* A filled box with lower-left corner (x, y). label (plain text) may be
+ * NULL; tooltip_dot is text already escaped for a DOT string (NULL: none);
+ * id (already safe) may be NULL. */
+void hs__pinned_box(hs_pinned *p, double x, double y, double w, double h,
+                    const char *fill, const char *stroke, const char *label,
+                    const char *tooltip_dot, const char *id);
+/* A line from (x0, y0) to (x1, y1); horizontal or vertical only. */
+void hs__pinned_line(hs_pinned *p, double x0, double y0, double x1, double y1,
+                     double width, const char *colour, bool dashed);
+/* Text at (x, y): align 'l' starts it at x, 'r' ends it at x, else it is
+ * centred on x. */
+void hs__pinned_text(hs_pinned *p, double x, double y, const char *text,
+                     double font_size, const char *colour, char align);
+/* Up to max_ticks "nice" tick values (1, 2, 5 x 10^k) covering [lo, hi];
+ * returns how many were written. */
+int hs__nice_ticks(double lo, double hi, int max_ticks, double *ticks);
+/* The same for bytes from 0 to hi, in steps that are nice in binary units
+ * (1, 2, 5 x 10^k KiB, MiB, ...). ticks needs max_ticks + 2 slots. */
+int hs__byte_ticks(double hi, int max_ticks, double *ticks);
+/* Axis tick label for value v: integers for program order, "12 ms"-style
+ * for seconds, "1.5 MiB" for bytes. */
+typedef enum hs_tick_unit { HS_TICK_COUNT, HS_TICK_SECONDS, HS_TICK_BYTES } hs_tick_unit;
+void hs__tick_label(char *buf, size_t size, double v, hs_tick_unit u);
+
+#endif
