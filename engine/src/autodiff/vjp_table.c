@@ -1,0 +1,109 @@
+/* vjp_table.c - the VJP rule of every opcode, indexed by hs_opcode.
+ *
+ * The table is generated from HS_OPCODE_LIST (hs_opcode.h): each opcode E
+ * takes its rule from the macro VJP_E below, so adding an opcode without
+ * deciding how it is differentiated does not compile. NULL means "not
+ * differentiable": reaching it with a cotangent is an error naming the
+ * instruction. Leaves (parameter, constant, iota) have no operands to hand
+ * a cotangent to, and ops with integer or pred results (compare, and, not,
+ * iota, ...) are never active, so their NULL never shows. */
+#include "autodiff/autodiff_internal.h"
+
+/* leaves */
+#define VJP_PARAMETER NULL
+#define VJP_CONSTANT NULL
+#define VJP_IOTA NULL
+/* element-wise unary */
+#define VJP_ABS hs__vjp_unary
+#define VJP_NEGATE hs__vjp_unary
+#define VJP_EXP hs__vjp_unary
+#define VJP_EXPM1 hs__vjp_unary
+#define VJP_LOG hs__vjp_unary
+#define VJP_LOG1P hs__vjp_unary
+#define VJP_SQRT hs__vjp_unary
+#define VJP_RSQRT hs__vjp_unary
+#define VJP_TANH hs__vjp_unary
+#define VJP_LOGISTIC hs__vjp_unary
+#define VJP_ERF hs__vjp_unary
+#define VJP_SIGN hs__vjp_zero
+#define VJP_FLOOR hs__vjp_zero
+#define VJP_CEIL hs__vjp_zero
+#define VJP_COS hs__vjp_unary
+#define VJP_SIN hs__vjp_unary
+#define VJP_NOT NULL
+#define VJP_CONVERT hs__vjp_convert
+#define VJP_BITCAST_CONVERT NULL
+/* element-wise binary */
+#define VJP_ADD hs__vjp_binary
+#define VJP_SUBTRACT hs__vjp_binary
+#define VJP_MULTIPLY hs__vjp_binary
+#define VJP_DIVIDE hs__vjp_binary
+#define VJP_MAXIMUM hs__vjp_binary
+#define VJP_MINIMUM hs__vjp_binary
+#define VJP_POWER hs__vjp_binary
+#define VJP_REMAINDER NULL
+#define VJP_AND NULL
+#define VJP_OR NULL
+#define VJP_XOR NULL
+#define VJP_COMPARE NULL
+/* element-wise ternary */
+#define VJP_SELECT hs__vjp_select
+#define VJP_CLAMP hs__vjp_clamp
+/* data movement */
+#define VJP_BROADCAST hs__vjp_broadcast
+#define VJP_RESHAPE hs__vjp_reshape
+#define VJP_BITCAST hs__vjp_reshape
+#define VJP_TRANSPOSE hs__vjp_transpose
+#define VJP_SLICE hs__vjp_slice
+#define VJP_CONCATENATE hs__vjp_concatenate
+#define VJP_REVERSE hs__vjp_reverse
+#define VJP_PAD NULL
+#define VJP_DYNAMIC_SLICE hs__vjp_dynamic_slice
+#define VJP_DYNAMIC_UPDATE_SLICE hs__vjp_dynamic_update_slice
+#define VJP_GATHER NULL
+#define VJP_SCATTER NULL
+/* compute */
+#define VJP_DOT hs__vjp_dot
+#define VJP_CONVOLUTION NULL
+#define VJP_REDUCE hs__vjp_reduce
+#define VJP_REDUCE_WINDOW NULL
+#define VJP_MAP NULL
+#define VJP_SORT NULL
+#define VJP_RNG NULL
+/* tuples */
+#define VJP_TUPLE hs__vjp_tuple
+#define VJP_GET_TUPLE_ELEMENT hs__vjp_get_tuple_element
+/* control flow */
+#define VJP_WHILE hs__vjp_while
+#define VJP_CALL NULL
+#define VJP_CONDITIONAL NULL
+#define VJP_FUSION NULL
+#define VJP_CUSTOM_CALL hs__vjp_custom_call
+#define VJP_OPTIMIZATION_BARRIER NULL
+#define VJP_AFTER_ALL NULL
+/* memory */
+#define VJP_COPY hs__vjp_identity
+#define VJP_COPY_START NULL
+#define VJP_COPY_DONE NULL
+/* collectives */
+#define VJP_ALL_REDUCE NULL
+#define VJP_ALL_GATHER NULL
+#define VJP_REDUCE_SCATTER NULL
+#define VJP_ALL_TO_ALL NULL
+#define VJP_COLLECTIVE_PERMUTE NULL
+#define VJP_PARTITION_ID NULL
+#define VJP_REPLICA_ID NULL
+#define VJP_UNKNOWN NULL
+
+static const hs_vjp_rule vjp_table[HS_OP_COUNT] = {
+#define HS_X(e, n, a, c) [HS_OP_##e] = VJP_##e,
+    HS_OPCODE_LIST(HS_X)
+#undef HS_X
+};
+
+hs_vjp_rule hs__vjp_rule(hs_opcode op)
+{
+    return (unsigned)op < HS_OP_COUNT ? vjp_table[op] : NULL;
+}
+
+bool hs_autodiff_has_rule(hs_opcode op) { return hs__vjp_rule(op) != NULL; }
