@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Builds hloscope and runs the seed example on the emulated device.
+# Builds hloscope and starts its REST server with the examples loaded; the
+# server prints its URL. Stop it with Ctrl-C (it finishes in-flight work).
+#   scripts/run.sh                 serve on 127.0.0.1:8080 (PORT, BIND, DATA
+#                                  override port, address, data directory)
+#   scripts/run.sh --build-only    build the binary only (used by the Dockerfile)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target hloscope_bin
-echo "== hloscope compile examples/seed_64_linear.json --emit json"
-build/hloscope compile examples/seed_64_linear.json --emit json
-echo "== hloscope run examples/seed_64_linear.json"
-build/hloscope run examples/seed_64_linear.json
+if [ "${1:-}" = "--build-only" ]; then
+    exit 0
+fi
+echo "try:  curl --data @examples/seed_64_linear.json http://${BIND:-127.0.0.1}:${PORT:-8080}/v1/compile"
+exec build/hloscope serve --port "${PORT:-8080}" --bind "${BIND:-127.0.0.1}" \
+    --data "${DATA:-hloscope-data}" --examples examples

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# HTTP benchmarks of `hloscope serve` with wrk (Debian's wrk package), all
+# on loopback, bounded in time:
+#   (a) GET of a cached result summary vs a bare libmicrohttpd hello-world
+#       (bench/hello_mhd.c, same thread settings), same run, ratio;
+#   (b) POST /v1/compile of seed_64_linear with loop=scan, every request a
+#       result-cache miss (a different "name"), p50/p99;
+#   (c) GET /healthz latency idle and while 2 long runs are in flight.
+#     bench/bench_http.sh [BUILD_DIR] [SECONDS]    (defaults: build, 5)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+SECS=${2:-5}
+BIN=$BUILD/hloscope
+command -v wrk >/dev/null || { echo "bench_http: needs wrk (apt-get install wrk)" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "bench_http: build $BIN first" >&2; exit 1; }
+export no_proxy=127.0.0.1,localhost NO_PROXY=127.0.0.1,localhost
+WORK=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+cc -O2 -o "$WORK/hello_mhd" bench/hello_mhd.c $(pkg-config --cflags --libs libmicrohttpd) -lpthread
+
+start() { # start NAME CMD... -> prints base URL
+    "${@:2}" > "$WORK/$1.out" 2> "$WORK/$1.err" &
+    pids+=($!)
+    for _ in $(seq 100); do
+        url=$(sed -n 's#.*\(http://127\.0\.0\.1:[0-9]*\)/.*#\1#p' "$WORK/$1.out")
+        [ -n "$url" ] && { echo "$url"; return; }
+        sleep 0.05
+    done
+    echo "bench_http: $1 did not start" >&2; cat "$WORK/$1.err" >&2; exit 1
+}
+SRV=$(start hloscope "$BIN" serve --port 0 --data "$WORK/data" --workers 2 \
+      --max-run-flops 1e12 --max-run-bytes 1e10)
+HELLO=$(start hello "$WORK/hello_mhd" 0)
+
+# wrk output -> "req/s p50 p99" (latencies in ms)
+wrk_stats() {
+    awk '
+    function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
+                     if (v ~ /s$/) return v * 1000; return v }
+    /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) }
+    /^Requests\/sec:/ { rps = $2 }
+    /Non-2xx/ { bad = $NF }
+    END { printf "%.0f %.3f %.3f %s\n", rps, p50, p99, (bad ? bad : 0) }'
+}
+
+id=$(curl -sS --fail-with-body --data @examples/seed_64_linear.json "$SRV/v1/compile" \
+     | sed -n 's/^{"id":"\([0-9a-f]\{32\}\)".*/\1/p')
+[ -n "$id" ] || { echo "bench_http: compile failed" >&2; exit 1; }
+
+echo "== (a) GET cached summary vs hello-world (wrk -t2 -c32 -d${SECS}s)"
+read -r a_rps a_p50 a_p99 a_bad < <(wrk -t2 -c32 -d"${SECS}s" --latency "$SRV/v1/results/$id" | wrk_stats)
+read -r h_rps h_p50 h_p99 h_bad < <(wrk -t2 -c32 -d"${SECS}s" --latency "$HELLO/" | wrk_stats)
+
+echo "== (b) POST /v1/compile?loop=scan, result-cache misses (wrk -t2 -c4 -d${SECS}s)"
+model=$(tr -d '\n' < examples/seed_64_linear.json | sed 's/"name": *"[^"]*"/"name": "%s"/')
+cat > "$WORK/post.lua" <<LUA
+local template = [[$model]]
+local counter, tid = 0, 0
+local threads = 0
+function setup(thread) threads = threads + 1; thread:set("tid", threads) end
+function init(args) tid = wrk.thread:get("tid") or 0 end
+request = function()
+  counter = counter + 1
+  local body = string.format(template, "bench-" .. tid .. "-" .. counter .. "-" .. os.time())
+  return wrk.format("POST", "/v1/compile?loop=scan", {["Content-Type"] = "application/json"}, body)
+end
+LUA
+read -r c_rps c_p50 c_p99 c_bad < <(wrk -t2 -c4 -d"${SECS}s" --latency -s "$WORK/post.lua" "$SRV" | wrk_stats)
+
+echo "== (c) GET /healthz latency, idle and with 2 long runs in flight"
+healthz_ms() { # N -> "p50 p99 max" in ms over N sequential requests
+    for _ in $(seq "$1"); do curl -s -o /dev/null -w '%{time_total}\n' "$SRV/healthz"; done \
+    | sort -n | awk '{ v[NR] = $1 * 1000 } END { printf "%.3f %.3f %.3f\n", v[int(NR*0.5)+1], v[int(NR*0.99)+1 > NR ? NR : int(NR*0.99)+1], v[NR] }'
+}
+read -r i_p50 i_p99 i_max < <(healthz_ms 100)
+long() { printf '{"name":"long","seed":%d,"input":{"shape":[512,1024]},"layers":[{"repeat":96,"block":{"type":"linear","features":1024}}]}' "$1"; }
+for k in 1 2; do long "$RANDOM$k" | curl -s -o "$WORK/long$k.json" --data-binary @- "$SRV/v1/run" & done
+sleep 0.3
+read -r l_p50 l_p99 l_max < <(healthz_ms 100)
+inflight=$(curl -s "$SRV/healthz" | sed -n 's/.*"inflight":\([0-9]*\).*/\1/p')
+wait %1 %2 2>/dev/null || true
+
+echo
+printf '%-52s %10s %9s %9s %6s\n' "benchmark" "req/s" "p50 ms" "p99 ms" "non2xx"
+printf '%-52s %10s %9s %9s %6s\n' "(a) GET /v1/results/{id} (cached summary)" "$a_rps" "$a_p50" "$a_p99" "$a_bad"
+printf '%-52s %10s %9s %9s %6s\n' "(a) hello_mhd (bare libmicrohttpd)" "$h_rps" "$h_p50" "$h_p99" "$h_bad"
+printf '%-52s %10s\n' "(a) ratio hloscope / hello" "$(awk -v a="$a_rps" -v h="$h_rps" 'BEGIN { printf "%.2f", a / h }')"
+printf '%-52s %10s %9s %9s %6s\n' "(b) POST /v1/compile?loop=scan (result-cache miss)" "$c_rps" "$c_p50" "$c_p99" "$c_bad"
+printf '%-52s %10s %9s %9s %6s\n' "(c) GET /healthz idle (max $i_max ms)" "-" "$i_p50" "$i_p99" "-"
+printf '%-52s %10s %9s %9s %6s\n' "(c) GET /healthz, $inflight runs in flight (max $l_max ms)" "-" "$l_p50" "$l_p99" "-"
