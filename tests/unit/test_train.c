@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hloscope/hs_builder.h"
+#include "hloscope/hs_compile.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
@@ -346,6 +347,39 @@ static void callback_sees_every_step(void **state)
     hs_model_free(m);
 }
 
+/* The step compiled through the default pipeline (simplify, cse, dce,
+ * fusion, ...) keeps its signature and aliasing and trains the same. */
+static void compiled_step_trains_the_same(void **state)
+{
+    (void)state;
+    hs_model *m = load(linear_adam);
+    hs_train_step *ts = build(m);
+    hs_compile_options co;
+    hs_compile_options_init(&co);
+    hs_executable *exe = NULL;
+    hs_error err;
+    if (hs_compile(ts->module, &co, NULL, NULL, &exe, &err) != HS_OK)
+        fail_msg("compile: %s (%s)", err.message, err.instruction);
+    const hs_module *opt = hs_executable_module(exe);
+    assert_string_equal(opt->header_attrs, ts->module->header_attrs);
+    assert_int_equal(opt->entry->n_params, ts->module->entry->n_params);
+    hs_train_result a, b;
+    train(ts, 3, false, &a);
+    hs_train_run_options o = {.steps = 3, .module = opt};
+    assert_int_equal(hs_train_run(ts, NULL, &o, &b, &err), HS_OK);
+    for (int k = 0; k < 3; k++)
+        assert_float_equal(a.losses[k], b.losses[k], 1e-6 * a.losses[k]);
+    for (int i = 0; i < a.n_params; i++)
+        for (int64_t e = 0; e < hs_tensor_elements(a.updated[i]); e++)
+            assert_float_equal(hs_tensor_f32(a.updated[i])[e],
+                               hs_tensor_f32(b.updated[i])[e], 1e-6);
+    hs_train_result_free(&a);
+    hs_train_result_free(&b);
+    hs_executable_release(exe);
+    hs_train_step_free(ts);
+    hs_model_free(m);
+}
+
 /* ---- dumps ------------------------------------------------------------------------ */
 
 static void dump_writes_target_loss_grads_updated(void **state)
@@ -532,6 +566,7 @@ int main(void)
         cmocka_unit_test(adam_matches_hand_computed_two_steps),
         cmocka_unit_test(step_module_signature_and_aliasing),
         cmocka_unit_test(callback_sees_every_step),
+        cmocka_unit_test(compiled_step_trains_the_same),
         cmocka_unit_test(dump_writes_target_loss_grads_updated),
         cmocka_unit_test(every_block_type_trains),
         cmocka_unit_test(cross_entropy_model_trains),

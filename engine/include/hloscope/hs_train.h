@@ -167,7 +167,10 @@ hs_status hs_train_run(hs_train_step *ts, const hs_device_spec *spec,
                        const hs_train_run_options *opts, hs_train_result *out,
                        hs_error *err);
 /* The loss and gradients at the model's initial parameters (grads: room
- * for n_params new tensors, freed by the caller with hs_tensor_free). */
+ * for n_params new tensors, freed by the caller with hs_tensor_free).
+ * Builds ts->grad_module on first use, so calls on one step (this and
+ * hs_train_run with want_grads) must not run concurrently; distinct steps
+ * are independent. */
 hs_status hs_train_grads(hs_train_step *ts, const hs_device_spec *spec,
                          float *loss, hs_tensor **grads, hs_error *err);
 void hs_train_result_free(hs_train_result *r);

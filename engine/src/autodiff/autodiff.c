@@ -280,12 +280,21 @@ static void differentiate(hs_vjp *v, hs_instruction *in)
     }
 }
 
-static int position_of(const hs_computation *c, const hs_instruction *x)
+/* Position of every instruction of c in definition order, by id (-1 for
+ * ids of other computations). */
+static int *positions_by_id(const hs_computation *c, int n_ids)
 {
-    for (int k = c->n_instrs - 1; k >= 0; k--)
-        if (c->instrs[k] == x)
-            return k;
-    return -1;
+    int *pos = malloc(sizeof *pos * ((size_t)n_ids + 1));
+    if (!pos)
+        return NULL;
+    for (int k = 0; k <= n_ids; k++)
+        pos[k] = -1;
+    for (int k = 0; k < c->n_instrs; k++) {
+        int id = c->instrs[k]->id;
+        if (id >= 0 && id < n_ids)
+            pos[id] = k;
+    }
+    return pos;
 }
 
 static hs_status check_inputs(hs_builder *b, hs_instruction *loss,
@@ -370,9 +379,17 @@ hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
         *err = *hs_builder_error(b);
         return HS_ERR_NOMEM;
     }
-    int last = position_of(v.c, loss);
+    int *pos = positions_by_id(v.c, v.n_ids);
+    if (!pos) {
+        free_vjp(&v);
+        hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
+        *err = *hs_builder_error(b);
+        return HS_ERR_NOMEM;
+    }
+    int last = pos[loss->id];
     for (int k = 0; k < n_wrt; k++) {
-        if (position_of(v.c, wrt[k]) > last) {
+        if (pos[wrt[k]->id] > last) {
+            free(pos);
             hs__vjp_fail(&v, wrt[k], HS_ERR_INVALID,
                          "autodiff: %s is defined after the loss %s, so the "
                          "loss cannot depend on it",
@@ -382,6 +399,7 @@ hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
         }
         v.active[wrt[k]->id] = 1;
     }
+    free(pos);
     mark_active(&v, last);
 
     if (v.opts->scope && v.opts->scope[0]) {
@@ -435,17 +453,18 @@ hs_status hs_autodiff_computation(hs_builder *b, const hs_computation *fwd,
         return hs_error_set(err, HS_ERR_INVALID,
                             "autodiff: no computation to differentiate");
     }
-    hs_instruction *wrt[256];
-    if (n_wrt < 0 || n_wrt > (int)(sizeof wrt / sizeof wrt[0])) {
-        hs_builder_fail(b, HS_ERR_LIMIT,
-                        "autodiff: at most %d differentiated parameters",
-                        (int)(sizeof wrt / sizeof wrt[0]));
+    hs_instruction **wrt = calloc((size_t)(n_wrt > 0 ? n_wrt : 1), sizeof *wrt);
+    if (!wrt || n_wrt < 0) {
+        free(wrt);
+        hs_builder_fail(b, n_wrt < 0 ? HS_ERR_INVALID : HS_ERR_NOMEM,
+                        "autodiff: bad list of differentiated parameters");
         *err = *hs_builder_error(b);
-        return HS_ERR_LIMIT;
+        return err->status;
     }
     for (int k = 0; k < n_wrt; k++) {
         int p = wrt_params ? wrt_params[k] : -1;
         if (p < 0 || p >= n_args) {
+            free(wrt);
             hs_builder_fail(b, HS_ERR_INVALID,
                             "autodiff: %s has no parameter %d", fwd->name, p);
             *err = *hs_builder_error(b);
@@ -455,10 +474,12 @@ hs_status hs_autodiff_computation(hs_builder *b, const hs_computation *fwd,
     }
     hs_instruction *root = hs_autodiff_inline(b, fwd, args, n_args, NULL);
     if (!root) {
+        free(wrt);
         *err = *hs_builder_error(b);
         return err->status ? err->status : HS_ERR_INVALID;
     }
     hs_status st = hs_autodiff_grad(b, root, wrt, n_wrt, opts, grads, err);
+    free(wrt);
     if (st == HS_OK && value)
         *value = root;
     return st;
