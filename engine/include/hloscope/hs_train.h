@@ -2,7 +2,7 @@
  * hs_train.h - training: losses, optimizers, the one-step module, running
  * steps on the emulated device, and dumping what training produced.
  *
- *     hs_model *m = hs_model_load_file("examples/mlp_train.json", NULL, &err);
+ *     hs_model *m = hs_model_load_file("model.json", NULL, &err); // has "train"
  *     hs_train_step *ts = hs_train_step_build(m, NULL, &err);
  *     // ts->module: ENTRY (x, target, params..., optimizer state...)
  *     //             -> (loss, updated params..., updated state...)

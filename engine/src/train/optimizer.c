@@ -14,7 +14,6 @@
  * beta2 = 0.999 (0.999 itself is off by 1.3e-5 relative to 1 - 0.999 in
  * f32). */
 #include <math.h>
-#include <stdio.h>
 
 #include "hloscope/hs_train.h"
 
@@ -43,20 +42,19 @@ static hs_instruction *fill_like(hs_builder *b, hs_instruction *scalar,
     return hs_b_broadcast(b, scalar, &s, NULL, 0);
 }
 
-/* x * c for a host constant c. */
-static hs_instruction *scale(hs_builder *b, hs_instruction *x, double c)
-{
-    return hs_b_binary(b, HS_OP_MULTIPLY, x,
-                       fill_like(b, hs_b_const_f32(b, (float)c), x));
-}
-
 static void sgd(hs_builder *b, const hs_train_config *c, int n,
                 hs_instruction *const *params, hs_instruction *const *grads,
                 hs_instruction **new_params)
 {
-    for (int i = 0; i < n; i++)
-        new_params[i] = hs_b_binary(b, HS_OP_SUBTRACT, params[i],
-                                    scale(b, grads[i], c->lr));
+    hs_instruction *lr = hs_b_const_f32(b, (float)c->lr);
+    for (int i = 0; i < n; i++) {
+        hs_builder_push_scope(b, params[i] && params[i]->name ? params[i]->name
+                                                              : "param");
+        hs_instruction *step =
+            hs_b_binary(b, HS_OP_MULTIPLY, grads[i], fill_like(b, lr, grads[i]));
+        new_params[i] = hs_b_binary(b, HS_OP_SUBTRACT, params[i], step);
+        hs_builder_pop_scope(b);
+    }
 }
 
 /* 1 - beta^t for the f32 step count tf, as -expm1(tf * log(beta)). */
@@ -83,30 +81,34 @@ static void adam(hs_builder *b, const hs_train_config *c, int n,
     hs_instruction *tf = hs_b_convert(b, t1, HS_F32);
     hs_instruction *bc1 = bias_correction(b, tf, c->beta1);
     hs_instruction *bc2 = bias_correction(b, tf, c->beta2);
-    /* Scalars shared by every parameter, as PyTorch computes them once. */
+    /* Scalars shared by every parameter, as PyTorch computes them once;
+     * each parameter only broadcasts them. */
     hs_instruction *step_size =
         hs_b_binary(b, HS_OP_DIVIDE, hs_b_const_f32(b, (float)c->lr), bc1);
     hs_instruction *bc2_sqrt = hs_b_unary(b, HS_OP_SQRT, bc2);
+    hs_instruction *beta1 = hs_b_const_f32(b, (float)c->beta1);
+    hs_instruction *one_m_beta1 = hs_b_const_f32(b, (float)(1.0 - c->beta1));
+    hs_instruction *beta2 = hs_b_const_f32(b, (float)c->beta2);
+    hs_instruction *one_m_beta2 = hs_b_const_f32(b, (float)(1.0 - c->beta2));
+    hs_instruction *eps = hs_b_const_f32(b, (float)c->eps);
     for (int i = 0; i < n; i++) {
-        char scope[192];
-        snprintf(scope, sizeof scope, "%s",
-                 params[i] && params[i]->name ? params[i]->name : "param");
-        hs_builder_push_scope(b, scope);
+        hs_builder_push_scope(b, params[i] && params[i]->name ? params[i]->name
+                                                              : "param");
         hs_instruction *g = grads[i];
-        hs_instruction *m = hs_b_binary(b, HS_OP_ADD,
-                                        scale(b, state[i], c->beta1),
-                                        scale(b, g, 1.0 - c->beta1));
+#define MUL(x, s) hs_b_binary(b, HS_OP_MULTIPLY, x, fill_like(b, s, x))
+        hs_instruction *m = hs_b_binary(b, HS_OP_ADD, MUL(state[i], beta1),
+                                        MUL(g, one_m_beta1));
         hs_instruction *v = hs_b_binary(
-            b, HS_OP_ADD, scale(b, state[n + i], c->beta2),
-            scale(b, hs_b_binary(b, HS_OP_MULTIPLY, g, g), 1.0 - c->beta2));
+            b, HS_OP_ADD, MUL(state[n + i], beta2),
+            MUL(hs_b_binary(b, HS_OP_MULTIPLY, g, g), one_m_beta2));
         hs_instruction *denom = hs_b_binary(
             b, HS_OP_ADD,
             hs_b_binary(b, HS_OP_DIVIDE, hs_b_unary(b, HS_OP_SQRT, v),
                         fill_like(b, bc2_sqrt, v)),
-            fill_like(b, hs_b_const_f32(b, (float)c->eps), v));
-        hs_instruction *upd = hs_b_binary(
-            b, HS_OP_MULTIPLY, fill_like(b, step_size, m),
-            hs_b_binary(b, HS_OP_DIVIDE, m, denom));
+            fill_like(b, eps, v));
+        hs_instruction *upd =
+            MUL(hs_b_binary(b, HS_OP_DIVIDE, m, denom), step_size);
+#undef MUL
         new_params[i] = hs_b_binary(b, HS_OP_SUBTRACT, params[i], upd);
         new_state[i] = m;
         new_state[n + i] = v;
