@@ -417,6 +417,29 @@ static void missing_carry_is_an_error(void **state)
     hs_module_free(m);
 }
 
+/* Uses an instruction of the caller's computation inside the body. */
+static void closure_step(hs_builder *body, hs_scan_step *s, void *user)
+{
+    hs_instruction *outer = user;
+    s->new_carry[0] = hs_b_binary(body, HS_OP_ADD, s->carry[0], outer);
+}
+
+static void closing_over_a_caller_value_is_an_error(void **state)
+{
+    (void)state;
+    hs_module *m = hs_module_new("closure");
+    hs_builder *b = hs_builder_new(m, "main", true);
+    hs_shape row = f32(1, 3);
+    hs_instruction *init = hs_b_parameter(b, 0, &row, "init");
+    hs_instruction *bias = hs_b_parameter(b, 1, &row, "bias");
+    hs_scan_options o = {.length = 2};
+    assert_null(hs_scan(b, closure_step, bias, &init, 1, NULL, 0, &o, NULL,
+                        NULL, NULL));
+    expect_trace_error(b, "operand 1 (bias) belongs to computation main, "
+                          "not scan_body");
+    hs_module_free(m);
+}
+
 /* ---- scan_layers through the API ------------------------------------------ */
 
 /* y = x W^T + b: one Linear layer on the body's slices. */
@@ -914,6 +937,27 @@ static void model_rejects_heterogeneous_repeat(void **state)
     assert_string_equal(err.path, "/layers/0/block");
 }
 
+static void stacked_weights_count_against_the_tensor_limit(void **state)
+{
+    (void)state;
+    const char *json = "{\"input\": {\"shape\": [2, 8]}, \"layers\": ["
+                       "{\"repeat\": 20, \"block\": {\"type\": \"linear\","
+                       " \"features\": 8}}]}";
+    hs_model_options o = {.loop = "unrolled",
+                          .limits = {.max_tensor_elements = 1000}};
+    hs_error err;
+    hs_model *m = hs_model_load(json, strlen(json), &o, &err);
+    assert_non_null(m);
+    hs_model_free(m);
+    o.loop = "scan";
+    assert_null(hs_model_load(json, strlen(json), &o, &err));
+    assert_int_equal(err.status, HS_ERR_LIMIT);
+    assert_string_equal(err.message,
+                        "a tensor of shape [20,8,8] would have more than "
+                        "1000 elements (limit max_tensor_elements)");
+    assert_string_equal(err.path, "/layers/0/block");
+}
+
 static void scan_trip_count_pass_recognises_scan_loop(void **state)
 {
     (void)state;
@@ -1020,6 +1064,7 @@ int main(void)
         cmocka_unit_test(zero_length_is_an_error),
         cmocka_unit_test(body_error_reaches_the_caller),
         cmocka_unit_test(missing_carry_is_an_error),
+        cmocka_unit_test(closing_over_a_caller_value_is_an_error),
         cmocka_unit_test(scan_layers_stacks_in_graph_like_unrolled),
         cmocka_unit_test(empty_layers_returns_input),
         cmocka_unit_test(scan_layers_rejects_heterogeneous_layers),
@@ -1031,6 +1076,7 @@ int main(void)
         cmocka_unit_test(parameterless_repeat_scans_by_length),
         cmocka_unit_test(single_copy_and_nested_repeats_stay_unrolled),
         cmocka_unit_test(model_rejects_heterogeneous_repeat),
+        cmocka_unit_test(stacked_weights_count_against_the_tensor_limit),
         cmocka_unit_test(scan_trip_count_pass_recognises_scan_loop),
         cmocka_unit_test(compile_three_times_gives_one_uncached_two_cached),
         cmocka_unit_test(decoder_50x256_runs_both_ways),

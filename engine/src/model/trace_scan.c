@@ -183,8 +183,11 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
         hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
-    hs_builder_push_scope(t->b, "layers/scan");
-    for (int j = 0; j < n && hs_builder_ok(t->b); j++) {
+    /* Sizes first, so that errors read like the unrolled ones (no scope). */
+    hs_shape *shapes = calloc((size_t)(n ? n : 1), sizeof *shapes);
+    if (!shapes)
+        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+    for (int j = 0; shapes && j < n && hs_builder_ok(t->b); j++) {
         const hs_shape *ps = &pr->params[j].shape;
         int64_t dims[HS_MAX_RANK];
         if (ps->rank + 1 > HS_MAX_RANK) {
@@ -196,19 +199,22 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
         }
         dims[0] = count;
         memcpy(dims + 1, ps->dims, sizeof dims[0] * (size_t)ps->rank);
-        if (!hs_trace_fits(t, blk->path, ps->rank + 1, dims))
-            break;
-        hs_shape ss = hs_shape_make(ps->dtype, ps->rank + 1, dims);
+        if (hs_trace_fits(t, blk->path, ps->rank + 1, dims))
+            shapes[j] = hs_shape_make(ps->dtype, ps->rank + 1, dims);
+    }
+    hs_builder_push_scope(t->b, "layers/scan");
+    for (int j = 0; j < n && hs_builder_ok(t->b); j++) {
         char name[320];
         snprintf(name, sizeof name, "layers.%lld-%lld.%s", (long long)first,
                  (long long)(first + count - 1), pr->params[j].name);
-        stacked[j] = hs_b_parameter(t->b, ep->next, &ss, name);
+        stacked[j] = hs_b_parameter(t->b, ep->next, &shapes[j], name);
         stack_index[j] = hs_entry_params_add_stack(
-            ep, name, pr->params[j].name, ep->next, first, &ss);
+            ep, name, pr->params[j].name, ep->next, first, &shapes[j]);
         ep->next++;
         if (stack_index[j] < 0)
             hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
     }
+    free(shapes);
     hs_builder_pop_scope(t->b);
     for (int64_t r = 0; r < count && hs_builder_ok(t->b); r++)
         for (int j = 0; j < n; j++) {
