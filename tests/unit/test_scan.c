@@ -779,6 +779,15 @@ static void scan_over_decoder_blocks(void **state)
     assert_non_null(strstr(text, "op_name=\"layers.0/linear\""));
     assert_non_null(strstr(text, "op_name=\"layers.4/rmsnorm\""));
     assert_null(strstr(text, "layers.2/"));
+    /* The text parses back to the same module. */
+    hs_error perr;
+    hs_module *back = hs_hlo_parse(text, strlen(text), &perr);
+    if (!back)
+        fail_msg("parse: %s", perr.message);
+    char *again = print(back);
+    assert_string_equal(text, again);
+    free(again);
+    hs_module_free(back);
     free(text);
 
     /* Writing a per-layer value changes what the scan computes. */
