@@ -5,7 +5,8 @@
 #       (bench/hello_mhd.c, same thread settings), same run, ratio;
 #   (b) POST /v1/compile of seed_64_linear with loop=scan, every request a
 #       result-cache miss (a different "name"), p50/p99;
-#   (c) GET /healthz latency idle and while 2 long runs are in flight.
+#   (c) GET /healthz on keep-alive connections, idle and while 2 long runs
+#       are in flight, with the worker pool and with --inline-work 1.
 #     bench/bench_http.sh [BUILD_DIR] [SECONDS]    (defaults: build, 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,15 +37,16 @@ SRV=$(start hloscope "$BIN" serve --port 0 --data "$WORK/data" --workers 2 \
       --max-run-flops 1e12 --max-run-bytes 1e10)
 HELLO=$(start hello "$WORK/hello_mhd" 0)
 
-# wrk output -> "req/s p50 p99" (latencies in ms)
+# wrk output -> "req/s p50 p99 non2xx max" (latencies in ms)
 wrk_stats() {
     awk '
     function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
                      if (v ~ /s$/) return v * 1000; return v }
+    /^ +Latency +[0-9]/ { max = ms($4) }
     /^ +50%/ { p50 = ms($2) } /^ +99%/ { p99 = ms($2) }
     /^Requests\/sec:/ { rps = $2 }
     /Non-2xx/ { bad = $NF }
-    END { printf "%.0f %.3f %.3f %s\n", rps, p50, p99, (bad ? bad : 0) }'
+    END { printf "%.0f %.3f %.3f %s %.3f\n", rps, p50, p99, (bad ? bad : 0), max }'
 }
 
 id=$(curl -sS --fail-with-body --data @examples/seed_64_linear.json "$SRV/v1/compile" \
@@ -52,8 +54,8 @@ id=$(curl -sS --fail-with-body --data @examples/seed_64_linear.json "$SRV/v1/com
 [ -n "$id" ] || { echo "bench_http: compile failed" >&2; exit 1; }
 
 echo "== (a) GET cached summary vs hello-world (wrk -t2 -c32 -d${SECS}s)"
-read -r a_rps a_p50 a_p99 a_bad < <(wrk -t2 -c32 -d"${SECS}s" --latency "$SRV/v1/results/$id" | wrk_stats)
-read -r h_rps h_p50 h_p99 h_bad < <(wrk -t2 -c32 -d"${SECS}s" --latency "$HELLO/" | wrk_stats)
+read -r a_rps a_p50 a_p99 a_bad a_max < <(wrk -t2 -c32 -d"${SECS}s" --latency "$SRV/v1/results/$id" | wrk_stats)
+read -r h_rps h_p50 h_p99 h_bad h_max < <(wrk -t2 -c32 -d"${SECS}s" --latency "$HELLO/" | wrk_stats)
 
 echo "== (b) POST /v1/compile?loop=scan, result-cache misses (wrk -t2 -c4 -d${SECS}s)"
 model=$(tr -d '\n' < examples/seed_64_linear.json | sed 's/"name": *"[^"]*"/"name": "%s"/')
@@ -69,26 +71,57 @@ request = function()
   return wrk.format("POST", "/v1/compile?loop=scan", {["Content-Type"] = "application/json"}, body)
 end
 LUA
-read -r c_rps c_p50 c_p99 c_bad < <(wrk -t2 -c4 -d"${SECS}s" --latency -s "$WORK/post.lua" "$SRV" | wrk_stats)
+read -r c_rps c_p50 c_p99 c_bad c_max < <(wrk -t2 -c4 -d"${SECS}s" --latency -s "$WORK/post.lua" "$SRV" | wrk_stats)
 
-echo "== (c) GET /healthz latency, idle and with 2 long runs in flight"
-healthz_ms() { # N -> "p50 p99 max" in ms over N sequential requests
-    for _ in $(seq "$1"); do curl -s -o /dev/null -w '%{time_total}\n' "$SRV/healthz"; done \
-    | sort -n | awk '{ v[NR] = $1 * 1000 } END { printf "%.3f %.3f %.3f\n", v[int(NR*0.5)+1], v[int(NR*0.99)+1 > NR ? NR : int(NR*0.99)+1], v[NR] }'
-}
-read -r i_p50 i_p99 i_max < <(healthz_ms 100)
-long() { printf '{"name":"long","seed":%d,"input":{"shape":[512,1024]},"layers":[{"repeat":96,"block":{"type":"linear","features":1024}}]}' "$1"; }
-for k in 1 2; do long "$RANDOM$k" | curl -s -o "$WORK/long$k.json" --data-binary @- "$SRV/v1/run" & done
-sleep 0.3
-read -r l_p50 l_p99 l_max < <(healthz_ms 100)
-inflight=$(curl -s "$SRV/healthz" | sed -n 's/.*"inflight":\([0-9]*\).*/\1/p')
-wait %1 %2 2>/dev/null || true
+echo "== (c) GET /healthz over 8 keep-alive connections, idle and with 2 long runs in flight"
+# A keep-alive connection stays with the event-loop thread that accepted it,
+# as a browser's does: work done on that thread holds up all of them. The
+# connections are opened first, then 2 runs start; every connection asks
+# /healthz in turn until both runs are answered. Prints "n p50 p99 max" (ms).
+cat > "$WORK/healthz.py" <<'PY'
+import http.client, json, sys, threading, time
+port, runs = int(sys.argv[1]), int(sys.argv[2])
+conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=120) for _ in range(8)]
+def ask(c):
+    t0 = time.perf_counter()
+    c.request("GET", "/healthz")
+    c.getresponse().read()
+    return (time.perf_counter() - t0) * 1e3
+for c in conns:
+    ask(c)
+def run(k):
+    body = {"name": "long", "seed": int(time.time() * 1000) % 100000 + k,
+            "input": {"shape": [512, 1024]},
+            "layers": [{"repeat": 96, "block": {"type": "linear", "features": 1024}}]}
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    c.request("POST", "/v1/run", body=json.dumps(body))
+    c.getresponse().read()
+threads = [threading.Thread(target=run, args=(k,)) for k in range(runs)]
+for t in threads:
+    t.start()
+lat, t_end = [], time.time() + 2.0
+while any(t.is_alive() for t in threads) or time.time() < t_end:
+    for c in conns:
+        lat.append(ask(c))
+    time.sleep(0.005)
+lat.sort()
+print(len(lat), "%.3f" % lat[len(lat) // 2], "%.3f" % lat[min(len(lat) - 1, int(len(lat) * 0.99))], "%.3f" % lat[-1])
+PY
+port_of() { sed 's#.*:\([0-9]*\)$#\1#' <<< "$1"; }
+read -r i_rps i_p50 i_p99 i_max < <(python3 "$WORK/healthz.py" "$(port_of "$SRV")" 0)
+read -r l_rps l_p50 l_p99 l_max < <(python3 "$WORK/healthz.py" "$(port_of "$SRV")" 2)
+i_bad=0 l_bad=0 n_bad=0
+# The rejected design: compile/run on the event-loop threads.
+INLINE=$(start inline "$BIN" serve --port 0 --data "$WORK/data-inline" --inline-work 1 \
+         --max-run-flops 1e12 --max-run-bytes 1e10)
+read -r n_rps n_p50 n_p99 n_max < <(python3 "$WORK/healthz.py" "$(port_of "$INLINE")" 2)
 
 echo
-printf '%-52s %10s %9s %9s %6s\n' "benchmark" "req/s" "p50 ms" "p99 ms" "non2xx"
-printf '%-52s %10s %9s %9s %6s\n' "(a) GET /v1/results/{id} (cached summary)" "$a_rps" "$a_p50" "$a_p99" "$a_bad"
-printf '%-52s %10s %9s %9s %6s\n' "(a) hello_mhd (bare libmicrohttpd)" "$h_rps" "$h_p50" "$h_p99" "$h_bad"
+printf '%-52s %10s %9s %9s %9s %6s\n' "benchmark" "req/s" "p50 ms" "p99 ms" "max ms" "non2xx"
+printf '%-52s %10s %9s %9s %9s %6s\n' "(a) GET /v1/results/{id} (cached summary)" "$a_rps" "$a_p50" "$a_p99" "$a_max" "$a_bad"
+printf '%-52s %10s %9s %9s %9s %6s\n' "(a) hello_mhd (bare libmicrohttpd)" "$h_rps" "$h_p50" "$h_p99" "$h_max" "$h_bad"
 printf '%-52s %10s\n' "(a) ratio hloscope / hello" "$(awk -v a="$a_rps" -v h="$h_rps" 'BEGIN { printf "%.2f", a / h }')"
-printf '%-52s %10s %9s %9s %6s\n' "(b) POST /v1/compile?loop=scan (result-cache miss)" "$c_rps" "$c_p50" "$c_p99" "$c_bad"
-printf '%-52s %10s %9s %9s %6s\n' "(c) GET /healthz idle (max $i_max ms)" "-" "$i_p50" "$i_p99" "-"
-printf '%-52s %10s %9s %9s %6s\n' "(c) GET /healthz, $inflight runs in flight (max $l_max ms)" "-" "$l_p50" "$l_p99" "-"
+printf '%-52s %10s %9s %9s %9s %6s\n' "(b) POST /v1/compile?loop=scan (result-cache miss)" "$c_rps" "$c_p50" "$c_p99" "$c_max" "$c_bad"
+printf '%-52s %10s %9s %9s %9s %6s\n' "(c) GET /healthz, idle (req/s column: requests)" "$i_rps" "$i_p50" "$i_p99" "$i_max" "$i_bad"
+printf '%-52s %10s %9s %9s %9s %6s\n' "(c) GET /healthz, 2 runs in flight (worker pool)" "$l_rps" "$l_p50" "$l_p99" "$l_max" "$l_bad"
+printf '%-52s %10s %9s %9s %9s %6s\n' "(c) same, --inline-work 1 (runs on event loop)" "$n_rps" "$n_p50" "$n_p99" "$n_max" "$n_bad"

@@ -73,6 +73,9 @@ typedef struct srv_config {
     size_t conn_memory;
     size_t cache_bytes;
     int64_t shutdown_grace_ms;
+    /* Run deferred handlers on the event-loop thread instead of the worker
+     * pool: the design this server rejects, kept to measure it against. */
+    int inline_work;
     srv_limits limits;
 } srv_config;
 

@@ -198,6 +198,11 @@ static enum MHD_Result dispatch(conn_ctx *x, const char *url, const char *method
     }
     if (srv_routes[r].handler(s, &x->rq, rp) != SRV_DEFER)
         return queue_reply(x);
+    if (s->cfg.inline_work) {
+        x->rq.in_worker = true;
+        srv_routes[r].handler(s, &x->rq, rp);
+        return queue_reply(x);
+    }
     if (atomic_fetch_add(&s->inflight, 1) >= s->cfg.limits.max_inflight) {
         atomic_fetch_sub(&s->inflight, 1);
         srv_reply_error(rp, 429, "too_many_requests", "",
@@ -328,6 +333,8 @@ static const option_row k_options[] = {
     {"--max-render-nodes", OPT_I64, CFG(limits.max_render_nodes), "nodes in one graph"},
     {"--deadline-ms", OPT_I64, CFG(limits.deadline_ms), "per request (0: none)"},
     {"--max-inflight", OPT_INT, CFG(limits.max_inflight), "compiles/runs at once (429)"},
+    {"--inline-work", OPT_INT, CFG(inline_work),
+     "1: compile/run on the event-loop threads (for comparison only)"},
 };
 #define N_OPTIONS ((int)(sizeof k_options / sizeof k_options[0]))
 
