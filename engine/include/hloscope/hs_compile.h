@@ -55,11 +55,11 @@ hs_module *hs_module_clone(const hs_module *m);
 /* Default pipeline                                                         */
 /* ------------------------------------------------------------------------ */
 
-/* Later passes (fusion, offload) are appended here as they land;
+/* Later passes (offload) are inserted before `schedule` as they land;
  * `schedule` stays last, since it orders what the others produced. Buffer
  * assignment is not a pipeline step: hs_compile runs it on the result. */
 #define HS_DEFAULT_PIPELINE \
-    "verify,fix(simplify,cse,dce),while-loop-trip-count,schedule"
+    "verify,fix(simplify,cse,dce),while-loop-trip-count,fusion,schedule"
 
 /* hs_compile_options.hbm_bytes: the capacity of the preset named by
  * hs_compile_options.device (hs_device_find). */
