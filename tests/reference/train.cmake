@@ -8,8 +8,10 @@
 # reference.grads.<loss>.<optimizer>: compare_grads.py on the linear, mlp,
 #   attention and decoder models (unrolled): first-step gradients vs torch
 #   autograd, the loss of each of 10 steps and the final parameters vs
-#   torch.optim, relative error <= 1e-4. Registered only when
-#   /usr/bin/python3 can import torch at configure time.
+#   torch.optim, relative error <= 1e-4.
+# reference.grads.all_models: the same on every models/*.json (every block
+#   type), 3 Adam steps with mse.
+# Registered only when /usr/bin/python3 can import torch at configure time.
 
 add_executable(train_dump ${CMAKE_CURRENT_LIST_DIR}/train_dump.c)
 target_link_libraries(train_dump PRIVATE hloscope)
@@ -43,6 +45,13 @@ if(HS_TRAIN_REF_TORCH_RC EQUAL 0)
     set_tests_properties(reference.grads.${tag}.${opt} PROPERTIES
                          TIMEOUT 600 LABELS "reference;torch;train")
   endforeach()
+  file(GLOB HS_TRAIN_REF_ALL CONFIGURE_DEPENDS ${HS_TRAIN_REF_DIR}/models/*.json)
+  add_test(NAME reference.grads.all_models
+           COMMAND /usr/bin/python3 ${HS_TRAIN_REF_DIR}/compare_grads.py
+                   ${HS_TRAIN_REF_ALL} --driver $<TARGET_FILE:train_dump>
+                   --loss mse --optimizer adam --lr 0.001 --steps 3)
+  set_tests_properties(reference.grads.all_models PROPERTIES
+                       TIMEOUT 600 LABELS "reference;torch;train")
 else()
   message(STATUS "reference: /usr/bin/python3 cannot import torch, reference.grads.* skipped")
 endif()
