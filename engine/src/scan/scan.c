@@ -257,10 +257,13 @@ static hs_computation *trace_body(scan_ctx *s, hs_scan_fn fn, void *user)
     }
     int nc = s->n_carry, nx = s->n_xs;
     hs_instruction **v = calloc((size_t)(2 * (nc + nx) + 1), sizeof *v);
+    if (!v) {
+        hs_builder_free(body);
+        hs_builder_fail(s->b, HS_ERR_NOMEM, "scan: out of host memory");
+        return NULL;
+    }
     hs_instruction **carry = v, **x = v + nc, **xs = v + nc + nx;
     hs_instruction **new_carry = v + nc + 2 * nx;
-    if (!v)
-        hs_builder_fail(body, HS_ERR_NOMEM, "scan: out of host memory");
 
     push_scopes(body, s, s->scope);
     hs_shape st0 = state_shape(m->arena, s, 0);
@@ -272,9 +275,9 @@ static hs_computation *trace_body(scan_ctx *s, hs_scan_fn fn, void *user)
     if (s->reverse)
         pos = hs_b_binary(body, HS_OP_SUBTRACT,
                           hs_b_const_s32(body, (int32_t)(s->n - 1)), counter);
-    for (int k = 0; v && k < nc; k++)
+    for (int k = 0; k < nc; k++)
         carry[k] = hs_b_get_tuple_element(body, p, 1 + k);
-    for (int j = 0; v && j < nx && hs_builder_ok(body); j++) {
+    for (int j = 0; j < nx && hs_builder_ok(body); j++) {
         const hs_shape *xsh = &s->xs[j]->shape;
         hs_instruction *starts[HS_MAX_RANK];
         int64_t sizes[HS_MAX_RANK];
