@@ -180,20 +180,31 @@ hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
 
 /* Lays out DOT with libgvc in a worker process and returns the rendering.
  * engine: "dot", "neato", "nop" or "nop2"; format: "svg", "xdot", "dot",
- * "json" or "plain". timeout_ms <= 0 means HS_RENDER_DEFAULT_TIMEOUT_MS.
+ * "json" or "plain". timeout_ms <= 0 means HS_RENDER_DEFAULT_TIMEOUT_MS;
+ * the time counts from the call.
  *
  * Errors: HS_ERR_CANCELLED "layout timed out after N ms" (the worker is
  * killed and reaped), HS_ERR_RUNTIME "layout worker crashed (signal N)",
  * HS_ERR_INVALID for a DOT syntax error or an unknown engine or format,
  * HS_ERR_LIMIT when the output exceeds HS_RENDER_MAX_OUTPUT_BYTES.
  *
- * Safe to call from many threads at once: each call forks its own worker
- * and waits for that pid only. The process must not ignore SIGCHLD or reap
- * children it did not start with waitpid(-1, ...). See docs/RENDER.md for
- * what the worker does after fork() in a multithreaded process. */
+ * Workers are forked by a layout server: one single-threaded helper
+ * process per program, started by hs_render_init() or by the first layout
+ * (and again if it dies). Safe to call from many threads at once: each
+ * call gets its own worker; the caller waits on sockets, never on a
+ * process, so the program's SIGCHLD handling does not matter. */
 hs_status hs_render_layout(const char *dot, const char *engine,
                            const char *format, int64_t timeout_ms,
                            char **out, size_t *out_len, hs_error *err);
+
+/* Starts the layout server now. Optional, but a program with threads
+ * should call it early, while it has one thread: the server is forked from
+ * the caller, and a fork is only clean when no other thread can hold a
+ * lock (docs/RENDER.md). Idempotent. */
+hs_status hs_render_init(hs_error *err);
+/* Stops the layout server (its workers are killed) and reaps it. A later
+ * layout starts a new one. */
+void hs_render_shutdown(void);
 
 #ifdef __cplusplus
 }

@@ -1,31 +1,16 @@
-/* layout.c - Graphviz layout in a worker process.
+/* layout.c - hs_render_layout: Graphviz layout as a service of worker
+ * processes (see layout_internal.h for the processes and the protocol).
  *
- * libgvc keeps global state (it is not thread-safe) and some layouts take
- * unbounded time or crash on hostile input, so every layout runs in a
- * child forked for it: the child lays out the DOT text it inherited with
- * the address space, writes a framed result to a pipe and _exits; the
- * parent reads with poll() against a deadline, kills the child when the
- * deadline passes, and always reaps it. A crash costs one child, never the
- * server. libgvc is never called in the parent.
- *
- * Starting libgvc costs far more than a small layout (loading plugins,
- * text metrics: ~15 ms against ~0.3 ms), so the first call warms one
- * Graphviz context in this process - a fixed tiny graph through each
- * engine family, once, under pthread_once - and every child inherits it
- * ready to use. After the warm-up the parent never calls libgvc again;
- * the context is written once and then only handed to children, each of
- * which gets its own copy-on-write copy.
- *
- * fork() in a multithreaded process copies only the calling thread. The
- * child therefore first closes every inherited descriptor but its pipe,
- * then calls only what the layout needs (libgvc and malloc; with the warm
- * context no plugin is loaded). glibc makes malloc and stdio usable in the
- * child of a multithreaded fork; locks of other libraries held by other
- * threads at the time of the fork are not, so the child touches nothing
- * else. docs/RENDER.md measures the cost per layout. */
+ * libgvc keeps global state (it is not thread-safe), some layouts take
+ * unbounded time, and a crash in it would take the server down; so no
+ * layout runs in this process. A caller thread hands the layout server two
+ * sockets: on the data socket it sends the DOT text to the worker the
+ * server forks for it and reads the framed result back; on the status
+ * socket the server says when the worker started and how it ended. The
+ * server kills the worker at the deadline, so the caller only waits on
+ * sockets, with poll() and its own deadline, and never on a process. */
 #include <errno.h>
 #include <fcntl.h>
-#include <gvc.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -33,247 +18,317 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
+#include "render/layout_internal.h"
 #include "render/render_internal.h"
 
-/* The frame the child writes before its payload. */
-enum { FRAME_MAGIC = 0x594c5348 /* "HSLY" */ };
-typedef enum child_result {
-    CHILD_OK = 0,
-    CHILD_BAD_INPUT, /* DOT syntax error */
-    CHILD_FAILED     /* layout or rendering failed */
-} child_result;
+/* ---- the server ------------------------------------------------------------ */
 
-typedef struct frame {
-    uint32_t magic;
-    uint32_t result;
-    uint64_t len;
-} frame;
+/* The one layout server of this process: a process-wide resource, like a
+ * thread pool, guarded by server_mu. */
+static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
+static int server_fd = -1;
+static pid_t server_pid = -1;
 
-static const char *const engines[] = {"dot", "neato", "nop", "nop2"};
-static const char *const formats[] = {"svg", "xdot", "dot", "json", "plain"};
-
-static bool listed(const char *s, const char *const *list, size_t n)
+static void stop_server_locked(void)
 {
-    for (size_t k = 0; s && k < n; k++)
-        if (strcmp(s, list[k]) == 0)
-            return true;
-    return false;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* ---- the warm context ---------------------------------------------------- */
-
-static pthread_once_t warm_once = PTHREAD_ONCE_INIT;
-static GVC_t *warm_gvc; /* written once by warm_up, then read-only */
-
-static void warm_up(void)
-{
-    static const struct {
-        const char *dot, *engine;
-    } graphs[] = {
-        {"digraph{a->b}", "dot"},
-        {"digraph{a[pos=\"10,10!\",label=\"a\"]}", "nop2"},
-    };
-    agerrlevel_t level = agseterr(AGMAX); /* nothing to report here */
-    GVC_t *gvc = gvContext();
-    for (size_t k = 0; gvc && k < sizeof graphs / sizeof *graphs; k++) {
-        Agraph_t *g = agmemread(graphs[k].dot);
-        if (!g)
-            continue;
-        char *data = NULL;
-        unsigned int len = 0;
-        if (gvLayout(gvc, g, graphs[k].engine) == 0) {
-            if (gvRenderData(gvc, g, "svg", &data, &len) == 0)
-                gvFreeRenderData(data);
-            gvFreeLayout(gvc, g);
+    if (server_fd >= 0)
+        close(server_fd); /* the server sees EOF, kills its workers, exits */
+    if (server_pid > 0)
+        while (waitpid(server_pid, NULL, 0) < 0 && errno == EINTR) {
         }
-        agclose(g);
+    server_fd = -1;
+    server_pid = -1;
+}
+
+static hs_status start_server_locked(hs_error *err)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return hs_error_set(err, HS_ERR_RUNTIME,
+                            "cannot start the layout server: %s",
+                            strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(sv[0]);
+        close(sv[1]);
+        return hs_error_set(err, HS_ERR_RUNTIME,
+                            "cannot start the layout server: %s", strerror(e));
     }
-    agseterr(level);
-    warm_gvc = gvc;
+    if (pid == 0) {
+        close(sv[0]);
+        hs__layout_server_main(sv[1]);
+    }
+    close(sv[1]);
+    server_fd = sv[0];
+    server_pid = pid;
+    return HS_OK;
 }
 
-/* ---- the child ---------------------------------------------------------- */
-
-/* Graphviz reports errors through this hook; the child keeps the first. */
-static char child_error[512];
-
-static int capture_error(char *msg)
+hs_status hs_render_init(hs_error *err)
 {
-    size_t used = strlen(child_error);
-    if (used == 0)
-        snprintf(child_error, sizeof child_error, "%s", msg);
-    return 0;
+    hs_error_clear(err);
+    pthread_mutex_lock(&server_mu);
+    hs_status st = server_fd >= 0 ? HS_OK : start_server_locked(err);
+    pthread_mutex_unlock(&server_mu);
+    return st;
 }
 
-static bool write_all(int fd, const void *data, size_t n)
+void hs_render_shutdown(void)
 {
-    const char *p = data;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
+    pthread_mutex_lock(&server_mu);
+    stop_server_locked();
+    pthread_mutex_unlock(&server_mu);
+}
+
+pid_t hs__layout_server_pid(void)
+{
+    pthread_mutex_lock(&server_mu);
+    pid_t pid = server_pid;
+    pthread_mutex_unlock(&server_mu);
+    return pid;
+}
+
+/* Hands the request and its sockets to the server, starting it (or, when
+ * it died, restarting it) as needed. */
+static hs_status send_request(const hs_layout_request *rq, int data_fd,
+                              int status_fd, hs_error *err)
+{
+    char control[CMSG_SPACE(2 * sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {(void *)rq, sizeof *rq};
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(2 * sizeof(int));
+    int fds[2] = {data_fd, status_fd};
+    memcpy(CMSG_DATA(c), fds, sizeof fds);
+
+    pthread_mutex_lock(&server_mu);
+    int e = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (server_fd < 0) {
+            hs_status st = start_server_locked(err);
+            if (st != HS_OK) {
+                pthread_mutex_unlock(&server_mu);
+                return st;
+            }
+        }
+        ssize_t n;
+        do
+            n = sendmsg(server_fd, &msg, MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)sizeof *rq) {
+            pthread_mutex_unlock(&server_mu);
+            return HS_OK;
+        }
+        e = n < 0 ? errno : EPROTO;
+        stop_server_locked(); /* gone or broken: reap it, start anew */
+    }
+    pthread_mutex_unlock(&server_mu);
+    return hs_error_set(err, HS_ERR_RUNTIME, "layout server unavailable: %s",
+                        strerror(e));
+}
+
+/* ---- talking to the worker ------------------------------------------------- */
+
+/* Waits for fd to be ready for events until deadline; false on timeout. */
+static bool wait_for(int fd, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - hs__now_ms();
+        if (left <= 0)
             return false;
-        p += w;
-        n -= (size_t)w;
+        struct pollfd p = {fd, events, 0};
+        int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+        if (n > 0)
+            return true;
+        if (n < 0 && errno != EINTR)
+            return true; /* let the read or write report it */
+    }
+}
+
+/* Sends the DOT text; false when the worker stopped reading. */
+static bool send_dot(int fd, const char *dot, size_t len, int64_t deadline)
+{
+    size_t sent = 0;
+    while (sent < len) {
+        if (!wait_for(fd, POLLOUT, deadline))
+            return false;
+        ssize_t n = send(fd, dot + sent, len - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            return false;
+        sent += (size_t)n;
     }
     return true;
 }
-
-static void child_reply(int fd, child_result r, const char *data, size_t len)
-{
-    frame f = {FRAME_MAGIC, (uint32_t)r, (uint64_t)len};
-    bool ok = write_all(fd, &f, sizeof f) && write_all(fd, data, len);
-    _exit(ok ? 0 : 3);
-}
-
-/* Leaves only stdin/out/err and the pipe (moved to fd 3) open, so that no
- * other request's pipe or client socket lives on in this child. */
-static int keep_only_pipe(int fd)
-{
-    if (fd != 3) {
-        if (dup2(fd, 3) < 0)
-            _exit(4);
-        fd = 3;
-    }
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 4u, ~0u, 0u) == 0)
-        return fd;
-#endif
-    struct rlimit rl;
-    long max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
-                   ? (long)rl.rlim_cur
-                   : 65536;
-    for (long k = 4; k < max && k < 65536; k++)
-        close((int)k);
-    return fd;
-}
-
-static void run_child(int fd, pid_t parent, const char *dot,
-                      const char *engine, const char *format,
-                      int64_t timeout_ms)
-{
-    fd = keep_only_pipe(fd);
-#ifdef __linux__
-    /* Die with the thread that waits for us. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(5);
-#else
-    (void)parent;
-#endif
-    sigset_t all;
-    sigemptyset(&all);
-    sigprocmask(SIG_SETMASK, &all, NULL);
-    /* A CPU limit backs up the parent's deadline. */
-    struct rlimit cpu;
-    cpu.rlim_cur = cpu.rlim_max = (rlim_t)(timeout_ms / 1000 + 2);
-    setrlimit(RLIMIT_CPU, &cpu);
-
-    agseterr(AGERR);
-    agseterrf(capture_error);
-    GVC_t *gvc = warm_gvc ? warm_gvc : gvContext();
-    if (!gvc)
-        child_reply(fd, CHILD_FAILED, "cannot create a Graphviz context", 31);
-    Agraph_t *g = agmemread(dot);
-    if (!g) {
-        const char *msg = child_error[0] ? child_error : "DOT syntax error";
-        child_reply(fd, CHILD_BAD_INPUT, msg, strlen(msg));
-    }
-    if (gvLayout(gvc, g, engine) != 0) {
-        const char *msg = child_error[0] ? child_error : "layout failed";
-        child_reply(fd, CHILD_FAILED, msg, strlen(msg));
-    }
-    char *data = NULL;
-    unsigned int len = 0;
-    if (gvRenderData(gvc, g, format, &data, &len) != 0 || !data) {
-        const char *msg = child_error[0] ? child_error : "rendering failed";
-        child_reply(fd, CHILD_FAILED, msg, strlen(msg));
-    }
-    child_reply(fd, CHILD_OK, data, len);
-}
-
-/* ---- the parent --------------------------------------------------------- */
 
 typedef struct reader {
-    frame f;
+    hs_layout_frame f;
     size_t got_frame; /* bytes of f read */
     char *data;
-    size_t got;       /* payload bytes read */
-    bool eof;
+    size_t got; /* payload bytes read */
+    bool eof, nomem;
 } reader;
 
-/* Reads what is available. Returns false on a read error. */
-static bool read_some(int fd, reader *r)
+static bool frame_read(const reader *r)
 {
-    char tmp[16384];
-    ssize_t n = read(fd, tmp, sizeof tmp);
-    if (n < 0)
-        return errno == EINTR || errno == EAGAIN;
-    if (n == 0) {
-        r->eof = true;
-        return true;
-    }
-    size_t off = 0;
-    if (r->got_frame < sizeof r->f) {
-        size_t take = sizeof r->f - r->got_frame;
-        if (take > (size_t)n)
-            take = (size_t)n;
-        memcpy((char *)&r->f + r->got_frame, tmp, take);
-        r->got_frame += take;
-        off = take;
-        if (r->got_frame == sizeof r->f) {
-            if (r->f.magic != FRAME_MAGIC ||
-                r->f.len > HS_RENDER_MAX_OUTPUT_BYTES)
-                return true; /* judged by the caller */
-            r->data = malloc((size_t)r->f.len + 1);
-            if (!r->data)
-                return false;
-        }
-    }
-    if (off < (size_t)n && r->data) {
-        size_t take = (size_t)n - off;
-        if (take > r->f.len - r->got)
-            take = (size_t)(r->f.len - r->got);
-        memcpy(r->data + r->got, tmp + off, take);
-        r->got += take;
-    }
-    return true;
+    return r->got_frame == sizeof r->f;
 }
 
 static bool frame_bad(const reader *r)
 {
-    return r->got_frame == sizeof r->f &&
-           (r->f.magic != FRAME_MAGIC || r->f.len > HS_RENDER_MAX_OUTPUT_BYTES);
+    return frame_read(r) && (r->f.magic != HS_LAYOUT_MAGIC ||
+                             r->f.len > HS_RENDER_MAX_OUTPUT_BYTES);
 }
 
 static bool complete(const reader *r)
 {
-    return r->got_frame == sizeof r->f && r->data && r->got == r->f.len;
+    return frame_read(r) && !frame_bad(r) && r->data && r->got == r->f.len;
 }
 
-static int reap(pid_t pid)
+/* Reads what is there: the frame first, then the payload into place. */
+static void read_some(int fd, reader *r)
 {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    void *dst;
+    size_t want;
+    if (!frame_read(r)) {
+        dst = (char *)&r->f + r->got_frame;
+        want = sizeof r->f - r->got_frame;
+    } else {
+        dst = r->data + r->got;
+        want = (size_t)r->f.len - r->got;
     }
-    return status;
+    ssize_t n = recv(fd, dst, want, MSG_DONTWAIT);
+    if (n < 0) {
+        if (errno != EINTR && errno != EAGAIN)
+            r->eof = true;
+        return;
+    }
+    if (n == 0) {
+        r->eof = true;
+        return;
+    }
+    if (!frame_read(r)) {
+        r->got_frame += (size_t)n;
+        if (frame_read(r) && !frame_bad(r)) {
+            r->data = malloc((size_t)r->f.len + 1);
+            if (!r->data)
+                r->nomem = true;
+        }
+    } else {
+        r->got += (size_t)n;
+    }
+}
+
+static void read_result(int fd, reader *r, int64_t deadline)
+{
+    while (!r->eof && !r->nomem && !complete(r) && !frame_bad(r)) {
+        if (!wait_for(fd, POLLIN, deadline))
+            return;
+        read_some(fd, r);
+    }
+}
+
+/* Reads the server's reports until the worker's exit (or until deadline);
+ * true when the exit was reported. */
+static bool read_exit(int fd, hs_layout_status *exit_status, int64_t deadline)
+{
+    hs_layout_status s;
+    size_t got = 0;
+    while (wait_for(fd, POLLIN, deadline)) {
+        ssize_t n = recv(fd, (char *)&s + got, sizeof s - got, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            return false; /* the server died */
+        got += (size_t)n;
+        if (got < sizeof s)
+            continue;
+        got = 0;
+        if (s.magic == HS_LAYOUT_MAGIC && s.event == HS_LAYOUT_EXITED) {
+            *exit_status = s;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- the call ---------------------------------------------------------------- */
+
+static int index_of(const char *s, const char *const *list, int n)
+{
+    for (int k = 0; s && k < n; k++)
+        if (strcmp(s, list[k]) == 0)
+            return k;
+    return -1;
+}
+
+static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
+                       int64_t timeout_ms, int64_t deadline, hs_error *err)
+{
+    if (complete(r)) {
+        if (r->f.result == HS_LAYOUT_OK)
+            return HS_OK;
+        /* Graphviz may quote the input: clean the message for the caller. */
+        hs_status st = r->f.result == HS_LAYOUT_BAD_INPUT ? HS_ERR_INVALID
+                                                          : HS_ERR_RUNTIME;
+        hs_rbuf msg = {0};
+        r->data[r->got] = '\0';
+        size_t n = r->got;
+        while (n && (r->data[n - 1] == '\n' || r->data[n - 1] == '\r'))
+            r->data[--n] = '\0';
+        hs__text_clean(&msg, r->data, 300);
+        hs_error_set(err, st, "layout: %s", msg.data ? msg.data : "failed");
+        hs__rbuf_free(&msg);
+        return st;
+    }
+    if (exited && x->timed_out)
+        return hs_error_set(err, HS_ERR_CANCELLED,
+                            "layout timed out after %lld ms",
+                            (long long)timeout_ms);
+    if (frame_bad(r) && r->f.magic == HS_LAYOUT_MAGIC)
+        return hs_error_set(err, HS_ERR_LIMIT,
+                            "layout output of %llu bytes exceeds the limit "
+                            "of %zu bytes; collapse the graph",
+                            (unsigned long long)r->f.len,
+                            (size_t)HS_RENDER_MAX_OUTPUT_BYTES);
+    if (r->nomem)
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    if (exited && x->error)
+        return hs_error_set(err, HS_ERR_RUNTIME,
+                            "cannot start layout worker: %s",
+                            strerror(x->error));
+    if (exited && WIFSIGNALED(x->wstatus)) {
+        if (WTERMSIG(x->wstatus) == SIGXCPU)
+            return hs_error_set(err, HS_ERR_CANCELLED,
+                                "layout timed out after %lld ms",
+                                (long long)timeout_ms);
+        return hs_error_set(err, HS_ERR_RUNTIME,
+                            "layout worker crashed (signal %d)",
+                            WTERMSIG(x->wstatus));
+    }
+    if (exited)
+        return hs_error_set(err, HS_ERR_RUNTIME,
+                            "layout worker exited (status %d) without a result",
+                            WIFEXITED(x->wstatus) ? WEXITSTATUS(x->wstatus)
+                                                  : -1);
+    if (hs__now_ms() >= deadline)
+        return hs_error_set(err, HS_ERR_CANCELLED,
+                            "layout timed out after %lld ms",
+                            (long long)timeout_ms);
+    return hs_error_set(err, HS_ERR_RUNTIME, "layout server stopped");
 }
 
 hs_status hs_render_layout(const char *dot, const char *engine,
@@ -286,105 +341,66 @@ hs_status hs_render_layout(const char *dot, const char *engine,
         *out_len = 0;
     if (!dot)
         return hs_error_set(err, HS_ERR_INVALID, "layout: no DOT text");
-    if (!listed(engine, engines, sizeof engines / sizeof *engines))
+    int ei = index_of(engine, hs__layout_engines, hs__layout_n_engines);
+    int fi = index_of(format, hs__layout_formats, hs__layout_n_formats);
+    if (ei < 0)
         return hs_error_set(err, HS_ERR_INVALID,
                             "layout: unknown engine (use dot, neato, nop or "
                             "nop2)");
-    if (!listed(format, formats, sizeof formats / sizeof *formats))
+    if (fi < 0)
         return hs_error_set(err, HS_ERR_INVALID,
                             "layout: unknown format (use svg, xdot, dot, json "
                             "or plain)");
     if (timeout_ms <= 0)
         timeout_ms = HS_RENDER_DEFAULT_TIMEOUT_MS;
-    int64_t deadline = now_ms() + timeout_ms;
-    pthread_once(&warm_once, warm_up);
+    if (timeout_ms > INT64_MAX / 4)
+        timeout_ms = INT64_MAX / 4;
+    int64_t deadline = hs__now_ms() + timeout_ms;
 
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0)
-        return hs_error_set(err, HS_ERR_RUNTIME,
-                            "cannot start layout worker: %s", strerror(errno));
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
+    int data[2], status[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) != 0)
+        return hs_error_set(err, HS_ERR_RUNTIME, "layout: %s", strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, status) != 0) {
         int e = errno;
-        close(fds[0]);
-        close(fds[1]);
-        return hs_error_set(err, HS_ERR_RUNTIME,
-                            "cannot start layout worker: %s", strerror(e));
+        close(data[0]);
+        close(data[1]);
+        return hs_error_set(err, HS_ERR_RUNTIME, "layout: %s", strerror(e));
     }
-    if (pid == 0) {
-        close(fds[0]);
-        run_child(fds[1], parent, dot, engine, format, timeout_ms);
-        _exit(6); /* not reached */
+    size_t dot_len = strlen(dot);
+    hs_layout_request rq = {HS_LAYOUT_MAGIC, (uint32_t)ei, (uint32_t)fi, 0,
+                            deadline, dot_len};
+    hs_status st = send_request(&rq, data[1], status[1], err);
+    close(data[1]);
+    close(status[1]);
+    if (st != HS_OK) {
+        close(data[0]);
+        close(status[0]);
+        return st;
     }
-    close(fds[1]);
 
+    /* The server kills the worker at the deadline; the grace covers its
+     * report reaching us. */
+    int64_t wait_until = deadline + HS_LAYOUT_GRACE_MS;
     reader r = {0};
-    bool timed_out = false, failed = false;
-    while (!r.eof && !complete(&r) && !frame_bad(&r)) {
-        int64_t left = deadline - now_ms();
-        if (left <= 0) {
-            timed_out = true;
-            break;
-        }
-        struct pollfd p = {fds[0], POLLIN, 0};
-        int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-        if (n < 0 && errno != EINTR) {
-            failed = true;
-            break;
-        }
-        if (n > 0 && !read_some(fds[0], &r)) {
-            failed = true;
-            break;
-        }
-    }
-    close(fds[0]);
-    bool done = complete(&r);
-    if (!done)
-        kill(pid, SIGKILL); /* harmless if it already exited */
-    int status = reap(pid);
+    if (send_dot(data[0], dot, dot_len, wait_until))
+        read_result(data[0], &r, wait_until);
+    close(data[0]); /* a worker still writing gets EPIPE and exits */
+    hs_layout_status x = {0};
+    int64_t now = hs__now_ms();
+    bool exited = read_exit(status[0], &x,
+                            (now > deadline ? now : deadline) +
+                                HS_LAYOUT_GRACE_MS);
+    close(status[0]);
 
-    hs_status st = HS_OK;
-    if (timed_out ||
-        (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)) {
-        st = hs_error_set(err, HS_ERR_CANCELLED,
-                          "layout timed out after %lld ms",
-                          (long long)timeout_ms);
-    } else if (frame_bad(&r) && r.f.magic == FRAME_MAGIC) {
-        st = hs_error_set(err, HS_ERR_LIMIT,
-                          "layout output of %llu bytes exceeds the limit of "
-                          "%zu bytes; collapse the graph",
-                          (unsigned long long)r.f.len,
-                          (size_t)HS_RENDER_MAX_OUTPUT_BYTES);
-    } else if (failed && !r.data && r.got_frame == sizeof r.f) {
-        st = hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
-    } else if (!done && WIFSIGNALED(status)) {
-        st = hs_error_set(err, HS_ERR_RUNTIME,
-                          "layout worker crashed (signal %d)",
-                          WTERMSIG(status));
-    } else if (!done) {
-        st = hs_error_set(err, HS_ERR_RUNTIME,
-                          "layout worker exited (status %d) without a result",
-                          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    } else if (r.f.result != CHILD_OK) {
-        r.data[r.got] = '\0';
-        /* Graphviz messages end with a newline. */
-        size_t n = strlen(r.data);
-        while (n && (r.data[n - 1] == '\n' || r.data[n - 1] == '\r'))
-            r.data[--n] = '\0';
-        /* Graphviz may quote the input: clean it for the caller. */
-        hs_rbuf msg = {0};
-        hs__text_clean(&msg, r.data, 300);
-        st = hs_error_set(err, r.f.result == CHILD_BAD_INPUT
-                                   ? HS_ERR_INVALID
-                                   : HS_ERR_RUNTIME,
-                          "layout: %s", msg.data ? msg.data : "failed");
-        hs__rbuf_free(&msg);
-    }
+    st = judge(&r, exited, &x, timeout_ms, deadline, err);
     if (st != HS_OK) {
         free(r.data);
         return st;
     }
+    if (!r.data)
+        r.data = calloc(1, 1); /* an empty rendering */
+    if (!r.data)
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
     r.data[r.got] = '\0';
     *out = r.data;
     if (out_len)
