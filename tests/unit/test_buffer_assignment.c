@@ -238,6 +238,17 @@ static void while_loop_carried_buffers_live_for_whole_loop(void **state)
     }
     assert_true(saw_y && saw_n);
     assert_int_equal(sum, pk.bytes);
+    /* The report names the body's buffers and where they live. */
+    char *report = hs_buffers_oom_report(ba, 4096, "GPU", 0);
+    assert_non_null(report);
+    assert_contains(report, "XLA:GPU compile permanent error");
+    assert_contains(report, "Peak at position 4 of main (%w), inside body "
+                            "at %y.");
+    assert_contains(report, "XLA label: %y = exponential(%x), in body\n");
+    assert_contains(report, "XLA label: %init = tuple(%z, %n), "
+                            "buffer init{}\n");
+    assert_null(hs_buffers_oom_report(ba, pk.bytes, NULL, 0));
+    free(report);
     hs_buffers_free(ba);
     hs_module_free(m);
 }
@@ -307,6 +318,50 @@ static void memory_stats_split_arguments_outputs_temporaries(void **state)
     hs_module_free(m);
 }
 
+static void donated_arguments_end_at_last_use(void **state)
+{
+    (void)state;
+    /* A training step: w2 replaces w, which input_output_alias donates. w
+     * is free after its last use (3) instead of living to the end, so the
+     * peak is x + g + w2 + n at 4 (or x + w + g + w2 at 3), not five
+     * buffers. */
+    const char *text =
+        "HloModule step, input_output_alias={ {1}: (1, {}, may-alias) }\n"
+        "ENTRY main {\n"
+        "  x = f32[1024]{0} parameter(0)\n"
+        "  w = f32[1024]{0} parameter(1)\n"
+        "  g = f32[1024]{0} multiply(x, w)\n"
+        "  w2 = f32[1024]{0} subtract(w, g)\n"
+        "  n = f32[1024]{0} negate(g)\n"
+        "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(n, w2)\n"
+        "}\n";
+    hs_module *m = parse(text);
+    hs_buffer_assignment *ba = assign(m);
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 4 * 4096);
+    const hs_logical_buffer *w = find(ba, "w");
+    assert_true(w->donated);
+    assert_int_equal(w->end, 3);
+    assert_false(find(ba, "x")->donated);
+    assert_int_equal(find(ba, "x")->end, 5);
+    assert_true(find(ba, "w2")->aliases_argument);
+    const hs_memory_stats *ms = hs_buffers_memory_stats(ba);
+    assert_int_equal(ms->device.argument_bytes, 2 * 4096);
+    assert_int_equal(ms->device.output_bytes, 16 + 2 * 4096);
+    assert_int_equal(ms->device.alias_bytes, 4096);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+    /* Without the header, w lives to the end: one buffer more. */
+    char plain[1024];
+    snprintf(plain, sizeof plain, "HloModule step\n%s",
+             strchr(text, '\n') + 1);
+    m = parse(plain);
+    ba = assign(m);
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 5 * 4096);
+    assert_int_equal(hs_buffers_memory_stats(ba)->device.alias_bytes, 0);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
 static void call_adds_callee_peak_at_call_site(void **state)
 {
     (void)state;
@@ -362,6 +417,7 @@ static void oom_report_names_largest_buffers(void **state)
     hs_module *m = parse(chain);
     hs_compile_options o;
     hs_compile_options_init(&o);
+    o.pipeline = "verify,schedule"; /* figures independent of fusion */
     o.hbm_bytes = 300 * 1024;
     char *report = NULL;
     o.oom_report = &report;
@@ -417,6 +473,7 @@ static void oom_checked_against_device_preset_even_on_cache_hit(void **state)
     hs_compile_cache *cache = hs_compile_cache_new(4);
     hs_compile_options o;
     hs_compile_options_init(&o);
+    o.pipeline = "verify,schedule";
     o.device = "teach-16m";
     hs_executable *exe = NULL;
     hs_error err;
@@ -434,6 +491,95 @@ static void oom_checked_against_device_preset_even_on_cache_hit(void **state)
     hs_executable_release(exe);
     hs_compile_cache_free(cache);
     hs_module_free(m);
+}
+
+/* ---- cross-check with the device interpreter ------------------------------ */
+
+/* Bytes of the state a while keeps for the whole loop and its body
+ * rewrites: the index table and every element the body does not return
+ * unchanged (loop invariants such as stacked weights are excluded). */
+static int64_t rewritten_loop_state(const hs_module *m)
+{
+    int64_t bytes = 0;
+    const hs_computation *e = m->entry;
+    for (int k = 0; k < e->n_instrs; k++) {
+        const hs_instruction *w = e->instrs[k];
+        if (w->opcode != HS_OP_WHILE || w->shape.dtype != HS_TUPLE)
+            continue;
+        const hs_computation *body = w->called[1];
+        const hs_instruction *root = body->root;
+        bytes += hs_shape_bytes(&w->shape);
+        for (int j = 0; j < w->shape.n_elems; j++) {
+            const hs_instruction *r =
+                root->opcode == HS_OP_TUPLE ? root->operands[j] : NULL;
+            bool invariant = r && r->opcode == HS_OP_GET_TUPLE_ELEMENT &&
+                             r->index == j &&
+                             r->operands[0] == body->params[0];
+            if (!invariant)
+                bytes += hs_shape_total_bytes(&w->shape.elems[j]);
+        }
+    }
+    return bytes;
+}
+
+/* The interpreter runs the compiled module in the same order with the same
+ * aliasing, and frees every buffer after its last use. Without loops both
+ * peaks are equal. A while's carried buffers are allocated for the whole
+ * loop in the assignment (as in XLA), while the interpreter frees the old
+ * carry at its last use in the body and allocates the new one later; so
+ *     run <= assignment <= run + rewritten loop state. */
+static void assignment_peak_brackets_device_peak_for_examples(void **state)
+{
+    (void)state;
+    const char *files[] = {"seed_64_linear.json", "mlp.json",
+                           "graph_offload.json", "decoder_50x256.json"};
+    const char *loops[] = {"unrolled", "scan"};
+    print_message("%-22s %-9s %7s %14s %14s %10s %10s\n", "example", "loop",
+                  "instrs", "assigned", "run", "diff", "bound");
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        for (int l = 0; l < 2; l++) {
+            char path[512];
+            snprintf(path, sizeof path, "%s/examples/%s", HS_SOURCE_DIR,
+                     files[f]);
+            hs_model_options mo;
+            memset(&mo, 0, sizeof mo);
+            mo.loop = loops[l];
+            hs_error err;
+            hs_error_clear(&err);
+            hs_model *md = hs_model_load_file(path, &mo, &err);
+            if (!md)
+                fail_msg("%s: %s", path, err.message);
+            hs_executable *exe = NULL;
+            if (hs_compile(md->module, NULL, NULL, NULL, &exe, &err) != HS_OK)
+                fail_msg("%s: compile: %s", path, err.message);
+            const hs_module *opt = hs_executable_module(exe);
+            static hs_tensor *args[4096];
+            int n = hs_model_args(md, args, 4096);
+            assert_true(n > 0);
+            hs_run_stats st;
+            if (hs_device_run(opt, hs_device_find("tpu-v5e"), args, n, NULL,
+                              NULL, &st, &err) != HS_OK)
+                fail_msg("%s: run: %s", path, err.message);
+            const hs_buffer_assignment *ba = hs_executable_buffers(exe);
+            int64_t assigned = hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes;
+            int64_t bound = rewritten_loop_state(opt);
+            print_message("%-22s %-9s %7lld %14lld %14lld %10lld %10lld\n",
+                          files[f], loops[l],
+                          (long long)hs_module_instruction_count(opt),
+                          (long long)assigned,
+                          (long long)st.peak_device_bytes,
+                          (long long)(assigned - st.peak_device_bytes),
+                          (long long)bound);
+            assert_true(assigned >= st.peak_device_bytes);
+            assert_true(assigned - st.peak_device_bytes <= bound);
+            if (l == 0)
+                assert_int_equal(assigned, st.peak_device_bytes);
+            assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_HOST).bytes,
+                             st.peak_host_bytes);
+            hs_executable_release(exe);
+            hs_model_free(md);
+        }
+    }
 }
 
 static void format_bytes_like_xla(void **state)
@@ -457,11 +603,13 @@ int main(void)
         cmocka_unit_test(while_loop_carried_buffers_live_for_whole_loop),
         cmocka_unit_test(dynamic_update_slice_updates_in_place),
         cmocka_unit_test(memory_stats_split_arguments_outputs_temporaries),
+        cmocka_unit_test(donated_arguments_end_at_last_use),
         cmocka_unit_test(call_adds_callee_peak_at_call_site),
         cmocka_unit_test(malformed_module_is_an_error),
         cmocka_unit_test(oom_report_names_largest_buffers),
         cmocka_unit_test(oom_checked_against_device_preset_even_on_cache_hit),
         cmocka_unit_test(format_bytes_like_xla),
+        cmocka_unit_test(assignment_peak_brackets_device_peak_for_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,7 +59,12 @@ typedef struct hs_logical_buffer {
     int memory_space;                  /* HS_MEMSPACE_DEVICE or _HOST */
     int start, end;                    /* inclusive positions */
     hs_buffer_kind kind;
-    bool aliases_argument;             /* an output that is an argument */
+    /* An output in an argument's buffer: returned as is, or written over a
+     * parameter that input_output_alias donates. */
+    bool aliases_argument;
+    /* An argument that input_output_alias donates to an output: it is
+     * live until its last use only, not for the whole program. */
+    bool donated;
 } hs_logical_buffer;
 
 /* The peak of one memory space. position and instruction are in the entry
@@ -80,7 +85,8 @@ typedef struct hs_buffer_peak {
 typedef struct hs_memory_space_stats {
     int64_t argument_bytes; /* entry parameters */
     int64_t output_bytes;   /* buffers of the entry root */
-    int64_t alias_bytes;    /* output bytes that are argument buffers */
+    int64_t alias_bytes;    /* output bytes in argument buffers (returned
+                               as is, or donated by input_output_alias) */
     int64_t temp_bytes;
     int64_t peak_bytes;
 } hs_memory_space_stats;

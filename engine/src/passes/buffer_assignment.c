@@ -138,6 +138,7 @@ static hs_status build_list(hs_buffer_assignment *ba, const hs__ba *s,
         l->end = x->end;
         l->kind = x->kind;
         l->aliases_argument = x->aliases_argument;
+        l->donated = x->donated;
         if (!l->name) {
             free(keys);
             free(map);
@@ -348,6 +349,8 @@ hs_status hs_pass_buffer_assignment_run(hs_module *m, hs_pass_context *ctx,
                                         bool *changed, hs_error *err)
 {
     *changed = false;
+    if (!m->entry)
+        return HS_OK;
     hs__ba s;
     hs_status st = hs__ba_init(&s, m, ctx, err);
     if (st != HS_OK)

@@ -134,6 +134,10 @@ hs_status hs__ba_init(hs__ba *s, const hs_module *m,
                           "the entry computation %s is also called",
                           m->entry->name);
     free(state);
+    if (st == HS_OK &&
+        (s->n_donations = hs__parse_donations(m->header_attrs,
+                                              &s->donations)) < 0)
+        st = nomem(err);
     if (st != HS_OK)
         hs__ba_release(s);
     return st;
@@ -147,6 +151,7 @@ void hs__ba_release(hs__ba *s)
             free(s->comps[k].root_param_node);
         }
     free(s->buf);
+    free(s->donations);
     free(s->comps);
     free(s->roles);
     free(s->order);
@@ -337,6 +342,25 @@ static bool placement_call(const hs_instruction *i)
                  strcmp(t, "MoveToDevice") == 0);
 }
 
+/* A dynamic-slice of a contiguous window of its operand (the start moves
+ * only along the leading dimensions, like one layer of stacked weights):
+ * the device reads it in place (a view), as XLA's backends do by fusing
+ * such a slice into its consumer. The same rule as the device's. */
+static bool contiguous_window(const hs_instruction *i)
+{
+    const hs_shape *o = &i->operands[0]->shape, *r = &i->shape;
+    if (o->dtype == HS_TUPLE || r->dtype != o->dtype || r->rank != o->rank ||
+        hs__space_index(o->memory_space) != hs__space_index(r->memory_space))
+        return false;
+    int d = r->rank - 1;
+    while (d >= 0 && r->dims[d] == o->dims[d])
+        d--;
+    for (int k = 0; k < d; k++)
+        if (r->dims[k] != 1)
+            return false;
+    return true;
+}
+
 /* Instructions whose result is their operand's buffers. A placement
  * custom-call that changes the memory space, or a reshape that changes the
  * bytes, makes a copy instead. */
@@ -354,6 +378,8 @@ static bool aliases_operand(const hs_instruction *i)
         if (!placement_call(i))
             return false;
         break;
+    case HS_OP_DYNAMIC_SLICE:
+        return contiguous_window(i);
     default:
         return false;
     }
@@ -369,14 +395,25 @@ static bool can_take(const hs__ba *s, int32_t b, const hs_shape *node, int k)
            x->space == hs__space_index(node->memory_space);
 }
 
+/* Whether the body returns node j of its parameter unchanged: a loop
+ * invariant, such as the stacked weights of a scan. */
+static bool invariant(const hs__ba_comp *body, int j)
+{
+    return body && j < body->n_root_nodes && body->root_param[j] == 0 &&
+           body->root_param_node[j] == j;
+}
+
 /* While: the loop-carried buffers are the init's when the loop may update
- * them in place; otherwise the while defines a copy (as XLA's copy
- * insertion adds one for a read-only or still-used init). */
-static bool while_tree(hs__ba *s, const hs_instruction *w, const hs_shape *sh,
+ * them in place, or never writes them (loop invariants); otherwise the
+ * while defines a copy, as XLA's copy insertion adds one for a read-only
+ * or still-used init. */
+static bool while_tree(hs__ba *s, const hs_instruction *w,
+                       const hs__ba_comp *body, const hs_shape *sh,
                        int *node, int init_off, int k, int stamp)
 {
     int32_t b = s->tables[init_off + *node];
-    if (can_take(s, b, sh, k) && s->mark[b] != stamp) {
+    if (invariant(body, *node) ||
+        (can_take(s, b, sh, k) && s->mark[b] != stamp)) {
         s->mark[b] = stamp;
         if (!push_id(s, b))
             return false;
@@ -388,7 +425,8 @@ static bool while_tree(hs__ba *s, const hs_instruction *w, const hs_shape *sh,
     (*node)++;
     if (sh->dtype == HS_TUPLE)
         for (int e = 0; e < sh->n_elems; e++)
-            if (!while_tree(s, w, &sh->elems[e], node, init_off, k, stamp))
+            if (!while_tree(s, w, body, &sh->elems[e], node, init_off, k,
+                            stamp))
                 return false;
     return true;
 }
@@ -446,6 +484,24 @@ static hs_status add_callee_peak(hs__ba *s, const hs_instruction *i, int k,
     return HS_OK;
 }
 
+/* Marks the buffers of entry parameter i (table at off) that
+ * input_output_alias donates: they end at their last use. */
+static void donate(hs__ba *s, const hs_instruction *i, int off)
+{
+    for (int d = 0; d < s->n_donations; d++) {
+        const hs__donation *x = &s->donations[d];
+        int node = x->param == i->index
+                       ? hs__index_node(&i->shape, x->param_index,
+                                        x->param_index_len)
+                       : -1;
+        if (node < 0)
+            continue;
+        hs__buf *b = &s->buf[s->tables[off + node]];
+        b->donated = true;
+        b->end = b->start;
+    }
+}
+
 /* Builds the table of the instruction at position k. */
 static hs_status table_for(hs__ba *s, int k, bool entry, hs_error *err)
 {
@@ -462,10 +518,13 @@ static hs_status table_for(hs__ba *s, int k, bool entry, hs_error *err)
                         entry, !entry, (int)i->index,
                         entry ? s->cur->n_instrs - 1 : 0};
         ok = fresh_all(s, i, k, &o);
-        /* Arguments are live for the whole program. */
-        if (ok && entry)
+        /* Arguments are live for the whole program, except those donated
+         * to an output: their memory is free after their last use. */
+        if (ok && entry) {
             for (int j = s->n_tables - nn; j < s->n_tables; j++)
                 s->buf[s->tables[j]].start = 0;
+            donate(s, i, s->n_tables - nn);
+        }
         break;
     }
     case HS_OP_CONSTANT: {
@@ -505,8 +564,12 @@ static hs_status table_for(hs__ba *s, int k, bool entry, hs_error *err)
     }
     case HS_OP_WHILE: {
         if (op0 && n0 == nn && same_buffers(&i->shape, &op0->shape)) {
+            int bi = i->n_called > 1 ? hs__ba_comp_index(s->m, i->called[1])
+                                     : -1;
+            const hs__ba_comp *body =
+                bi >= 0 && s->comps[bi].analysed ? &s->comps[bi] : NULL;
             int node = 0;
-            ok = while_tree(s, i, &i->shape, &node, off0, k, k + 1);
+            ok = while_tree(s, i, body, &i->shape, &node, off0, k, k + 1);
         } else {
             ok = fresh_all(s, i, k, NULL);
         }
@@ -691,6 +754,14 @@ static hs_status finish_root(hs__ba *s, hs__ba_comp *cc, uint8_t role,
                 b->aliases_argument = true;
             else
                 b->kind = HS_BUFFER_OUTPUT;
+        }
+        /* A donated output is written into its parameter's buffer. */
+        const hs_shape *rs = &s->cur->instrs[root]->shape;
+        for (int d = 0; d < s->n_donations; d++) {
+            const hs__donation *x = &s->donations[d];
+            int node = hs__index_node(rs, x->output, x->output_len);
+            if (node >= 0 && node < nr)
+                s->buf[rt[node]].aliases_argument = true;
         }
     } else if (role & HS__ROLE_CALLEE) {
         for (int j = 0; j < nr; j++)

@@ -149,18 +149,25 @@ char *hs_buffers_peak_report(const hs_buffer_assignment *ba, int memory_space,
     return sb_finish(&b);
 }
 
-/* "%dot.3 = dot(%x, %w)", with at most four operands. */
-static void label(strbuf *b, const hs_instruction *i)
+/* "%dot.3 = dot(%x, %w)" (at most four operands), "%p = parameter(1)";
+ * then the buffer when it is part of a tuple, and the computation when it
+ * is not the entry. */
+static void label(strbuf *b, const hs_logical_buffer *l)
 {
+    const hs_instruction *i = l->instruction;
     const char *op = i->opcode == HS_OP_UNKNOWN && i->unknown_opcode
                          ? i->unknown_opcode
                          : hs_opcode_name(i->opcode);
     sb_printf(b, "%%%s = %s(", i->name, op);
+    if (i->opcode == HS_OP_PARAMETER)
+        sb_printf(b, "%lld", (long long)i->index);
     for (int o = 0; o < i->n_operands && o < 4; o++)
         sb_printf(b, "%s%%%s", o ? ", " : "", i->operands[o]->name);
     sb_printf(b, "%s)", i->n_operands > 4 ? ", ..." : "");
+    if (strcmp(l->name, i->name) != 0)
+        sb_printf(b, ", buffer %s", l->name);
     if (!i->parent->is_entry)
-        sb_printf(b, " in %s", i->parent->name);
+        sb_printf(b, ", in %s", i->parent->name);
 }
 
 static const char *allocation_type(const hs_logical_buffer *l)
@@ -229,7 +236,7 @@ char *hs_buffers_oom_report(const hs_buffer_assignment *ba, int64_t capacity,
             sb_printf(&b, "     Operator: op_name=\"%s\"\n", l->op_name);
         sb_printf(&b, "     Shape: %s\n", shape);
         sb_printf(&b, "     XLA label: ");
-        label(&b, l->instruction);
+        label(&b, l);
         sb_printf(&b, "\n     Allocation type: %s\n", allocation_type(l));
         sb_printf(&b, "     ==========================\n\n");
     }

@@ -31,6 +31,22 @@ static inline int hs__space_index(int memory_space)
                                             : HS__SPACE_DEVICE;
 }
 
+/* input_output_alias: output index `output` may reuse the buffer of entry
+ * parameter `param` at `param_index` (buffer_donation.c). */
+enum { HS__MAX_INDEX_DEPTH = 8 };
+typedef struct hs__donation {
+    int output[HS__MAX_INDEX_DEPTH], output_len;
+    int param;
+    int param_index[HS__MAX_INDEX_DEPTH], param_index_len;
+} hs__donation;
+
+/* Parses the module header's input_output_alias into *out (malloc'ed);
+ * returns the count, 0 when there is none, -1 on host OOM. Entries that
+ * do not follow XLA's grammar end the list. */
+int hs__parse_donations(const char *header, hs__donation **out);
+/* Pre-order node of index path in s, or -1 when the path is not in s. */
+int hs__index_node(const hs_shape *s, const int *path, int len);
+
 typedef struct hs__buf {
     const hs_instruction *instr; /* defining instruction */
     const hs_computation *comp;
@@ -44,6 +60,7 @@ typedef struct hs__buf {
     bool external;   /* a parameter of a called computation: the caller's */
     bool counted;    /* counts in this computation's live bytes */
     bool aliases_argument;
+    bool donated;    /* an argument that input_output_alias lets go */
     int param_number, param_node; /* external buffers: where they come from */
 } hs__buf;
 
@@ -72,6 +89,8 @@ typedef struct hs__ba {
     uint8_t *roles;         /* by position: HS__ROLE_* bits */
     int *order;             /* computations owning buffers, callees first */
     int n_order;
+    hs__donation *donations;
+    int n_donations;
     /* The computation analysed last; tables are by position in it. */
     const hs_computation *cur;
     int32_t *pos_by_id;     /* instruction id -> position in cur */

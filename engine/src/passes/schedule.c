@@ -13,10 +13,16 @@
  * buffer gets down to one remaining user, so a heap with lazily dropped
  * stale entries keeps the whole pass O((n + uses) log n).
  *
- * Like XLA, which keeps the best of several schedulers, the pass then
- * compares the buffer-assignment peak of the list schedule with that of the
- * current order and keeps the list schedule only when it lowers the device
- * peak (or keeps it equal and lowers the host peak).
+ * The depth-first scheduler (XLA's DFSMemoryScheduler) walks back from the
+ * root and visits first the operands with the most extra users, then the
+ * largest cumulative bytes, so that big subtrees are finished and freed
+ * before their siblings start.
+ *
+ * Like XLA's DefaultMemoryScheduler, which keeps the best of several
+ * schedulers, the pass compares the buffer-assignment peaks of the current
+ * order (the tracer's post order), the list schedule and the depth-first
+ * one, and keeps the current order unless another lowers the device peak
+ * (or keeps it equal and lowers the host peak).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -297,28 +303,27 @@ static bool take(problem *p, heap *h, int k)
     return true;
 }
 
-/* The list schedule of c (analysed last, in its current order) into out. */
-static hs_status list_schedule(hs__ba *s, hs_computation *c,
+/* The list schedule of c (analysed last, in its current order) into out.
+ * Consumes p's counters. */
+static hs_status list_schedule(hs__ba *s, problem *p, hs_computation *c,
                                hs_instruction **out, hs_error *err)
 {
-    problem p = {0};
     heap h = {0};
-    bool ok = build(&p, s, c);
-    for (int k = 0; ok && k < p.n; k++)
-        if (p.indeg[k] == 0)
-            ok = make_ready(&p, &h, k);
+    bool ok = true;
+    for (int k = 0; ok && k < p->n; k++)
+        if (p->indeg[k] == 0)
+            ok = make_ready(p, &h, k);
     int done = 0;
     hs_status st = HS_OK;
     while (ok && st == HS_OK && h.n > 0) {
         entry e = heap_pop(&h);
-        if (p.state[e.pos] != 1 || e.version != p.version[e.pos])
+        if (p->state[e.pos] != 1 || e.version != p->version[e.pos])
             continue;
         out[done++] = c->instrs[e.pos];
-        ok = take(&p, &h, e.pos);
+        ok = take(p, &h, e.pos);
         if (s->ctx)
             st = hs__pass_poll(s->ctx, &s->tick, err);
     }
-    problem_free(&p);
     free(h.e);
     if (st != HS_OK)
         return st;
@@ -332,6 +337,131 @@ static hs_status list_schedule(hs__ba *s, hs_computation *c,
     return HS_OK;
 }
 
+/* ---- depth-first ---------------------------------------------------------- */
+
+typedef struct dfs_keys {
+    const int64_t *extra_users, *total_bytes;
+} dfs_keys;
+
+/* XLA's visit order: more extra users first, then larger cumulative
+ * bytes, then (for determinism) the earlier instruction. */
+static bool visit_first(const dfs_keys *d, int a, int b)
+{
+    if (d->extra_users[a] != d->extra_users[b])
+        return d->extra_users[a] > d->extra_users[b];
+    if (d->total_bytes[a] != d->total_bytes[b])
+        return d->total_bytes[a] > d->total_bytes[b];
+    return a < b;
+}
+
+/* Insertion sort: operand lists are short. */
+static void sort_operands(const dfs_keys *d, int32_t *v, int n)
+{
+    for (int i = 1; i < n; i++) {
+        int32_t x = v[i];
+        int j = i - 1;
+        for (; j >= 0 && visit_first(d, x, v[j]); j--)
+            v[j + 1] = v[j];
+        v[j + 1] = x;
+    }
+}
+
+/* The depth-first schedule of c into out: a post order from the root with
+ * operands visited in XLA's order, then whatever the root does not reach.
+ * Iterative, so that a chain of 100k instructions needs no deep stack. */
+static hs_status dfs_schedule(const hs__ba *s, const problem *p,
+                              hs_computation *c, hs_instruction **out,
+                              hs_error *err)
+{
+    int n = p->n;
+    int64_t *extra = calloc((size_t)n + 1, sizeof *extra);
+    int64_t *total = calloc((size_t)n + 1, sizeof *total);
+    int32_t *ops = malloc(sizeof *ops * (size_t)(p->iuser_off[n] + 1));
+    int32_t *op_off = malloc(sizeof *op_off * ((size_t)n + 1));
+    int32_t *stack = malloc(sizeof *stack * ((size_t)n + 1));
+    int32_t *next = calloc((size_t)n + 1, sizeof *next);
+    uint8_t *seen = calloc((size_t)n + 1, 1);
+    int32_t *stamp = calloc((size_t)n + 1, sizeof *stamp);
+    bool ok = extra && total && ops && op_off && stack && next && seen &&
+              stamp;
+    /* Distinct operands, and the keys in definition order. The sums count
+     * shared subgraphs more than once; like XLA, cap them. */
+    int64_t cumulative = 0;
+    int m = 0;
+    for (int k = 0; ok && k < n; k++) {
+        const hs_instruction *i = c->instrs[k];
+        op_off[k] = m;
+        int users = 0;
+        for (int j = p->iuser_off[k]; j < p->iuser_off[k + 1]; j++)
+            if (stamp[p->iusers[j]] != -(k + 1)) {
+                stamp[p->iusers[j]] = -(k + 1);
+                users++;
+            }
+        extra[k] = users > 0 ? users - 1 : 0;
+        total[k] = p->defined[k];
+        cumulative += p->defined[k];
+        for (int o = 0; o < i->n_operands; o++) {
+            int q = hs__ba_pos(s, i->operands[o]);
+            if (stamp[q] == k + 1)
+                continue;
+            stamp[q] = k + 1;
+            ops[m++] = q;
+            extra[k] += extra[q];
+            total[k] += total[q];
+        }
+        if (total[k] > cumulative)
+            total[k] = cumulative;
+        if (extra[k] > n)
+            extra[k] = n;
+    }
+    dfs_keys keys = {extra, total};
+    int done = 0;
+    if (ok) {
+        op_off[n] = m;
+        for (int k = 0; k < n; k++)
+            sort_operands(&keys, ops + op_off[k], op_off[k + 1] - op_off[k]);
+        int root = hs__ba_pos(s, c->root);
+        for (int r = -1; r < n; r++) {
+            int start = r < 0 ? root : r;
+            if (seen[start])
+                continue;
+            int top = 0;
+            stack[top++] = start;
+            seen[start] = 1;
+            next[start] = op_off[start];
+            while (top > 0) {
+                int k = stack[top - 1];
+                if (next[k] < op_off[k + 1]) {
+                    int q = ops[next[k]++];
+                    if (!seen[q]) {
+                        seen[q] = 1;
+                        next[q] = op_off[q];
+                        stack[top++] = q;
+                    }
+                    continue;
+                }
+                out[done++] = c->instrs[k];
+                top--;
+            }
+        }
+    }
+    free(extra);
+    free(total);
+    free(ops);
+    free(op_off);
+    free(stack);
+    free(next);
+    free(seen);
+    free(stamp);
+    if (!ok)
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    return done == n ? HS_OK
+                     : hs_error_set(err, HS_ERR_INVALID,
+                                    "schedule: depth-first order of %s "
+                                    "covers %d of %d instructions",
+                                    c->name, done, n);
+}
+
 static bool lower(const int64_t *a, const int64_t *b)
 {
     return a[HS__SPACE_DEVICE] != b[HS__SPACE_DEVICE]
@@ -339,45 +469,61 @@ static bool lower(const int64_t *a, const int64_t *b)
                : a[HS__SPACE_HOST] < b[HS__SPACE_HOST];
 }
 
-/* Schedules c, analysed in its current order; keeps the better order and
+enum { N_CANDIDATES = 3 }; /* current, list, depth-first */
+
+/* Schedules c, analysed in its current order; keeps the best order and
  * leaves c analysed in it. */
 static hs_status schedule_computation(hs__ba *s, hs_computation *c,
                                       bool *changed, hs_error *err)
 {
     int n = c->n_instrs;
     const hs__ba_comp *cc = &s->comps[hs__ba_comp_index(s->m, c)];
-    int64_t current[HS__N_SPACES];
-    memcpy(current, cc->peak, sizeof current);
-    hs_instruction **orig = malloc(sizeof *orig * (size_t)n);
-    hs_instruction **order = malloc(sizeof *order * (size_t)n);
-    if (!orig || !order) {
-        free(orig);
-        free(order);
-        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    hs_instruction **cand[N_CANDIDATES] = {NULL};
+    int64_t peak[N_CANDIDATES][HS__N_SPACES];
+    bool ok = true;
+    for (int k = 0; k < N_CANDIDATES; k++)
+        ok &= (cand[k] = malloc(sizeof *cand[k] * (size_t)n)) != NULL;
+    problem p = {0};
+    hs_status st = ok && build(&p, s, c)
+                       ? HS_OK
+                       : hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    if (st == HS_OK) {
+        memcpy(cand[0], c->instrs, sizeof *cand[0] * (size_t)n);
+        memcpy(peak[0], cc->peak, sizeof peak[0]);
+        st = dfs_schedule(s, &p, c, cand[2], err);
     }
-    memcpy(orig, c->instrs, sizeof *orig * (size_t)n);
-    hs_status st = list_schedule(s, c, order, err);
-    if (st == HS_OK &&
-        memcmp(order, orig, sizeof *order * (size_t)n) != 0) {
-        memcpy(c->instrs, order, sizeof *order * (size_t)n);
+    if (st == HS_OK)
+        st = list_schedule(s, &p, c, cand[1], err);
+    problem_free(&p);
+    int best = 0, analysed = 0;
+    for (int k = 1; st == HS_OK && k < N_CANDIDATES; k++) {
+        if (memcmp(cand[k], cand[0], sizeof *cand[k] * (size_t)n) == 0)
+            continue;
+        memcpy(c->instrs, cand[k], sizeof *cand[k] * (size_t)n);
         st = hs__ba_analyse(s, c, err);
-        if (st == HS_OK && lower(cc->peak, current)) {
-            *changed = true;
-        } else {
-            /* Keep the current order, analysed again for the callers. */
-            memcpy(c->instrs, orig, sizeof *orig * (size_t)n);
-            if (st == HS_OK)
-                st = hs__ba_analyse(s, c, err);
-        }
+        analysed = k;
+        memcpy(peak[k], cc->peak, sizeof peak[k]);
+        if (st == HS_OK && lower(peak[k], peak[best]))
+            best = k;
     }
-    free(orig);
-    free(order);
+    /* The order kept is analysed last, for the callers' call sites; on an
+     * error the current order is restored. */
+    if (st != HS_OK)
+        best = 0;
+    memcpy(c->instrs, cand[best], sizeof *cand[best] * (size_t)n);
+    if (st == HS_OK && analysed != best)
+        st = hs__ba_analyse(s, c, err);
+    *changed |= best != 0;
+    for (int k = 0; k < N_CANDIDATES; k++)
+        free(cand[k]);
     return st;
 }
 
 hs_status hs_pass_schedule_run(hs_module *m, hs_pass_context *ctx,
                                bool *changed, hs_error *err)
 {
+    if (!m->entry) /* nothing runs, so nothing to order */
+        return HS_OK;
     hs__ba s;
     hs_status st = hs__ba_init(&s, m, ctx, err);
     for (int k = 0; st == HS_OK && k < s.n_order; k++) {
