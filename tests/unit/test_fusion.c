@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_hlo_text.h"
@@ -432,6 +433,55 @@ static void fusion_in_the_pipeline_is_reported(void **state)
     hs_module_free(m);
 }
 
+/* A chain of 100k element-wise instructions on [16] vectors, where every
+ * 50th result is used again 50 steps later (both users end up in the same
+ * fusion) and a broadcast constant is shared by all: fusions are capped at
+ * 512 instructions, and the sweep stays linear. */
+static void fusion_handles_100k_instructions_quickly(void **state)
+{
+    (void)state;
+    hs_module *m = hs_module_new("long");
+    hs_computation *c = hs_module_add_computation(m, "main", true);
+    hs_shape v = hs_shape_make(HS_F32, 1, (int64_t[]){16});
+    hs_shape sc = hs_shape_scalar(HS_F32);
+    hs_instruction *x = hs_computation_add_parameter(c, 0, &v, "x");
+    hs_instruction *k = hs_computation_add(c, HS_OP_CONSTANT, &sc, NULL, 0,
+                                           NULL);
+    k->literal = hs_arena_alloc(m->arena, sizeof(float));
+    *(float *)k->literal = 0.5f;
+    hs_instruction *bk = hs_computation_add(c, HS_OP_BROADCAST, &v, &k, 1,
+                                            NULL);
+    hs_instruction *y = x, *side = x;
+    for (int i = 0; c->n_instrs < 100000; i++) {
+        hs_instruction *ops[2] = {y, i % 50 == 0 ? side : bk};
+        y = hs_computation_add(c, i % 3 ? HS_OP_ADD : HS_OP_MULTIPLY, &v,
+                               ops, 2, NULL);
+        if (i % 50 == 0)
+            side = y;
+    }
+    c->root = y;
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_module_verify(m, &err), HS_OK);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_true(fuse(m));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double t = (double)(t1.tv_sec - t0.tv_sec) +
+               (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    int n = fused_computations(m);
+    print_message("fusion of 100000 instructions: %.3f s, %d fusions, %d "
+                  "instructions left in the entry\n",
+                  t, n, m->entry->n_instrs);
+    assert_true(n >= 100000 / 512);
+    assert_true(m->entry->n_instrs < 2 * n);
+    for (int ci = 0; ci < m->n_comps; ci++)
+        assert_true(m->comps[ci]->is_entry ||
+                    m->comps[ci]->n_instrs <= 512 + 2 * 16 + 8);
+    assert_true(t < 5.0); /* ~0.1 s in a release build */
+    hs_module_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -445,6 +495,7 @@ int main(void)
         cmocka_unit_test(fusion_runs_inside_while_bodies_not_reducers),
         cmocka_unit_test(fused_module_verifies_and_round_trips_through_text),
         cmocka_unit_test(fusion_in_the_pipeline_is_reported),
+        cmocka_unit_test(fusion_handles_100k_instructions_quickly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

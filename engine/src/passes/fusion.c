@@ -272,10 +272,17 @@ typedef struct fuser {
     int n;
     hs_user_list *users;
     int *moved_to;  /* group root a member was moved into, or -1 */
-    int *in_group;  /* last group that took the instruction in (or -1) */
     int *seen;      /* last group that considered it */
+    /* Per producer, for the group acc_group that queued it: how many of
+     * its members use it, whether one of those is a copy, and whether one
+     * reads its elements repeatedly. */
+    int *acc_group;
+    int *acc_users;
+    bool *acc_copied;
+    bool *acc_reuse;
     bool *dup;      /* copied into some fusion; the original may die */
     bool *reuse;    /* in the current group: elements read repeatedly */
+    hs_instruction **clone; /* while building a fusion (build_fusion) */
     int *members;
     int n_members, cap_members;
     group *groups;
@@ -298,49 +305,58 @@ static bool add_member(fuser *f, int p)
     return true;
 }
 
-static bool push_operands(fuser *f, const hs_instruction *i)
+/* Member q of group g uses its operands: counts q among their users in
+ * the group (what consider() decides on) and queues them. */
+static bool push_operands(fuser *f, int g, int q)
 {
-    for (int o = 0; o < i->n_operands; o++)
-        if (i->operands[o]->parent == f->c &&
-            !heap_push(&f->h, (int)i->operands[o]->scratch))
+    const hs_instruction *i = f->c->instrs[q];
+    int64_t elems = hs_shape_elements(&i->shape);
+    for (int o = 0; o < i->n_operands; o++) {
+        const hs_instruction *op = i->operands[o];
+        bool repeated = false;
+        for (int t = 0; t < o; t++)
+            repeated |= i->operands[t] == op;
+        if (op->parent != f->c || repeated)
+            continue;
+        int p = (int)op->scratch;
+        if (f->acc_group[p] != g) {
+            f->acc_group[p] = g;
+            f->acc_users[p] = 0;
+            f->acc_copied[p] = false;
+            f->acc_reuse[p] = false;
+        }
+        f->acc_users[p]++;
+        f->acc_copied[p] |= f->moved_to[q] != g;
+        f->acc_reuse[p] |= f->reuse[q] ||
+                           elems > hs_shape_elements(&op->shape);
+        if (!heap_push(&f->h, p))
             return false;
+    }
     return true;
 }
 
-/* Decides whether producer p joins group g (root r); returns false only
- * on host OOM. */
-static bool consider(fuser *f, int g, int p, const hs_instruction *root,
-                     int size)
+/* Decides whether producer p, queued by a member of group g (root
+ * instruction `root`), joins it; returns false only on host OOM. Every
+ * member that uses p has joined by now (members join in decreasing
+ * position), so the counts are final. */
+static bool consider(fuser *f, int g, int p, const hs_instruction *root)
 {
     hs_instruction *P = f->c->instrs[p];
     if (f->moved_to[p] >= 0 || !is_fusible_producer(P, root))
         return true;
-    const hs_user_list *ul = &f->users[p];
-    /* The computation's root keeps its place whatever uses it. */
-    bool all_moved = ul->n > 0 && ul->n <= size && P != f->c->root,
-         any_in = false, reused = false;
-    int64_t elems = hs_shape_elements(&P->shape);
-    for (int u = 0; u < ul->n; u++) {
-        int q = (int)ul->users[u]->scratch;
-        bool in = f->in_group[q] == g;
-        all_moved &= in && f->moved_to[q] == g;
-        if (in) {
-            any_in = true;
-            reused |= f->reuse[q] ||
-                      hs_shape_elements(&ul->users[u]->shape) > elems;
-        }
-    }
-    if (!any_in)
-        return true;
+    /* Moved in when all its users are moved-in members; the
+     * computation's root keeps its place whatever uses it. */
+    bool all_moved = f->acc_users[p] == f->users[p].n && !f->acc_copied[p] &&
+                     P != f->c->root;
+    bool reused = f->acc_reuse[p];
     if (all_moved && !(reused && is_expensive(P)))
         f->moved_to[p] = g;
     else if (cheap_to_duplicate(P))
         f->dup[p] = true;
     else
         return true;
-    f->in_group[p] = g;
     f->reuse[p] = reused;
-    return add_member(f, p) && push_operands(f, P);
+    return add_member(f, p) && push_operands(f, g, p);
 }
 
 /* Forms the groups of f->c (positions in f->members). */
@@ -357,17 +373,16 @@ static hs_status form_groups(fuser *f, const hs_pass_context *ctx,
             continue;
         int first = f->n_members;
         f->moved_to[k] = k;
-        f->in_group[k] = k;
         f->reuse[k] = false;
         f->h.n = 0;
-        if (!add_member(f, k) || !push_operands(f, i))
+        if (!add_member(f, k) || !push_operands(f, k, k))
             return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         while (f->h.n > 0 && f->n_members - first < MAX_MEMBERS) {
             int p = heap_pop(&f->h);
             if (f->seen[p] == k)
                 continue;
             f->seen[p] = k;
-            if (!consider(f, k, p, i, f->n_members - first))
+            if (!consider(f, k, p, i))
                 return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         }
         int count = f->n_members - first;
@@ -463,7 +478,10 @@ static hs_instruction *build_fusion(fuser *f, const group *g,
 {
     int *mem = f->members + g->first;
     qsort(mem, (size_t)g->count, sizeof *mem, cmp_int);
-    hs_instruction **ext = malloc(sizeof *ext * (size_t)(4 * g->count + 1));
+    size_t n_uses = 1;
+    for (int k = 0; k < g->count; k++)
+        n_uses += (size_t)f->c->instrs[mem[k]]->n_operands;
+    hs_instruction **ext = malloc(sizeof *ext * n_uses);
     hs_instruction **ops = malloc(sizeof *ops * 16);
     if (!ext || !ops) {
         free(ext);
@@ -497,19 +515,16 @@ static hs_instruction *build_fusion(fuser *f, const group *g,
     if (!fc)
         goto out;
     fc->is_fusion = true;
-    /* clone[q] for the group's positions: the instruction in fc. */
-    hs_instruction **clone = calloc((size_t)f->n, sizeof *clone);
-    if (!clone)
-        goto out;
+    /* clone[q]: the instruction in fc standing for position q (a member
+     * or an external operand); reset below for the next group. */
+    hs_instruction **clone = f->clone;
     for (int k = 0; k < n_ext; k++) {
         const char *pname = named(f, "param_%d.%d", k, number);
         hs_instruction *p =
             pname ? hs_computation_add_parameter(fc, k, &ext[k]->shape, pname)
                   : NULL;
-        if (!p) {
-            free(clone);
+        if (!p)
             goto out;
-        }
         p->scratch = -1;
         clone[ext[k]->scratch] = p;
     }
@@ -518,10 +533,8 @@ static hs_instruction *build_fusion(fuser *f, const group *g,
         const hs_instruction *i = f->c->instrs[mem[k]];
         if (i->n_operands > cap_ops) {
             hs_instruction **v = realloc(ops, sizeof *v * (size_t)i->n_operands);
-            if (!v) {
-                free(clone);
+            if (!v)
                 goto out;
-            }
             ops = v;
             cap_ops = i->n_operands;
         }
@@ -535,14 +548,11 @@ static hs_instruction *build_fusion(fuser *f, const group *g,
                 : unique_name(f, hs_arena_printf(f->m->arena, "%s.clone",
                                                  i->name));
         hs_instruction *c = name ? clone_into(fc, i, ops, name) : NULL;
-        if (!c) {
-            free(clone);
+        if (!c)
             goto out;
-        }
         clone[mem[k]] = c;
     }
     fc->root = clone[g->root];
-    free(clone);
     const char *fname = named(f, "fusion.%d", number, -1);
     fusion = fname ? hs_computation_add(f->c, HS_OP_FUSION, &root->shape, ext,
                                         n_ext, fname)
@@ -558,6 +568,10 @@ static hs_instruction *build_fusion(fuser *f, const group *g,
     }
     *fused_out = fc;
 out:
+    for (int k = 0; k < n_ext; k++)
+        f->clone[ext[k]->scratch] = NULL;
+    for (int k = 0; k < g->count; k++)
+        f->clone[mem[k]] = NULL;
     free(ext);
     free(ops);
     return fusion;
@@ -619,19 +633,24 @@ static hs_status fuse_computation(fuser *f, hs_computation *c,
     f->users = hs_computation_users(c); /* sets scratch = position */
     int n = f->n;
     f->moved_to = malloc(sizeof *f->moved_to * (size_t)n);
-    f->in_group = malloc(sizeof *f->in_group * (size_t)n);
+    f->acc_group = malloc(sizeof *f->acc_group * (size_t)n);
+    f->acc_users = calloc((size_t)n, sizeof *f->acc_users);
+    f->acc_copied = calloc((size_t)n, sizeof *f->acc_copied);
+    f->acc_reuse = calloc((size_t)n, sizeof *f->acc_reuse);
     f->seen = malloc(sizeof *f->seen * (size_t)n);
     f->dup = calloc((size_t)n, sizeof *f->dup);
     f->reuse = calloc((size_t)n, sizeof *f->reuse);
+    f->clone = calloc((size_t)n, sizeof *f->clone);
     hs_instruction **repl = calloc((size_t)n, sizeof *repl);
     hs_status st = HS_OK;
-    if (!f->users || !f->moved_to || !f->in_group || !f->seen || !f->dup ||
-        !f->reuse || !repl) {
+    if (!f->users || !f->moved_to || !f->acc_group || !f->acc_users ||
+        !f->acc_copied || !f->acc_reuse || !f->seen || !f->dup ||
+        !f->reuse || !f->clone || !repl) {
         st = hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         goto out;
     }
     for (int k = 0; k < n; k++)
-        f->moved_to[k] = f->in_group[k] = f->seen[k] = -1;
+        f->moved_to[k] = f->acc_group[k] = f->seen[k] = -1;
     st = form_groups(f, ctx, err);
     if (st || f->n_groups == 0)
         goto out;
@@ -662,13 +681,18 @@ static hs_status fuse_computation(fuser *f, hs_computation *c,
         st = hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
 out:
     free(f->moved_to);
-    free(f->in_group);
+    free(f->acc_group);
+    free(f->acc_users);
+    free(f->acc_copied);
+    free(f->acc_reuse);
     free(f->seen);
     free(f->dup);
     free(f->reuse);
+    free(f->clone);
     free(repl);
-    f->moved_to = f->in_group = f->seen = NULL;
-    f->dup = f->reuse = NULL;
+    f->moved_to = f->acc_group = f->acc_users = f->seen = NULL;
+    f->dup = f->reuse = f->acc_copied = f->acc_reuse = NULL;
+    f->clone = NULL;
     return st;
 }
 
