@@ -26,6 +26,8 @@ typedef struct cli_args {
     long long batch;
     bool metrics;         /* print the metrics report */
     bool report;          /* print the compilation report */
+    bool train;           /* run: train with the model's "train" section */
+    long long steps;      /* run --train: 0 keeps train.steps */
 } cli_args;
 
 /* Parses options; returns HS_EXIT_OK or HS_EXIT_USAGE (after saying why). */
@@ -54,5 +56,9 @@ void cli_program_free(cli_program *p);
  * the error's class. */
 int cli_report_error(const char *file, const hs_error *e);
 double cli_now_seconds(void);
+/* Trains the model after the forward run (cli_train.c); 0 or -1 with *e. */
+struct hs_device_spec;
+int cli_train(const cli_args *a, cli_program *p, const struct hs_device_spec *spec,
+              hs_error *e);
 
 #endif

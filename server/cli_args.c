@@ -37,6 +37,17 @@ int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run)
         } else if (strcmp(arg, "--report") == 0) {
             a->report = true;
             continue;
+        } else if (strcmp(arg, "--train") == 0 && is_run) {
+            a->train = true;
+            continue;
+        } else if (strcmp(arg, "--steps") == 0 && is_run) {
+            if (i + 1 >= argc || (a->steps = atoll(argv[i + 1])) <= 0) {
+                fprintf(stderr, "hloscope: --steps needs a positive integer\n");
+                return HS_EXIT_USAGE;
+            }
+            a->train = true;
+            i++;
+            continue;
         } else if (strcmp(arg, "--batch") == 0) {
             if (i + 1 >= argc || (a->batch = atoll(argv[i + 1])) <= 0) {
                 fprintf(stderr, "hloscope: --batch needs a positive integer\n");

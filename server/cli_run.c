@@ -171,6 +171,10 @@ int hs_cli_run(int argc, char **argv)
         }
         printf("dumped:       %s\n", a.dump);
     }
+    if (a.train && cli_train(&a, &p, spec, &e) != 0) {
+        rc = cli_report_error(a.file, &e);
+        goto out;
+    }
     if (a.report) {
         char *r = hs_compile_report_format(hs_executable_report(p.exe));
         fputs(r, stdout);
