@@ -10,6 +10,10 @@
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "store.h"
+#if __has_include("hloscope/hs_train.h")
+#include "hloscope/hs_train.h"
+#define API_HAVE_TRAIN 1
+#endif
 
 static void cache_hlo(srv *s, const char *id, const api_program *p)
 {
@@ -43,6 +47,78 @@ static json_t *output_json(const hs_tensor *t)
     }
     return o;
 }
+
+#ifdef API_HAVE_TRAIN
+static json_t *stats_json(const hs_run_stats *st)
+{
+    return json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f}", "sim_seconds",
+                     st->sim_seconds, "flops", st->flops, "bytes_accessed",
+                     st->bytes_accessed, "instructions", (json_int_t)st->instructions,
+                     "peak_device_bytes", (json_int_t)st->peak_device_bytes,
+                     "peak_host_bytes", (json_int_t)st->peak_host_bytes,
+                     "wall_seconds", st->wall_seconds);
+}
+
+/* The model's "train" section: build the step module (autodiff), compile
+ * it through the cache, check the run limits for all steps, and run them.
+ * Returns the "train" object, or NULL with *e set. */
+static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
+                           int64_t deadline_ns, hs_error *e)
+{
+    hs_train_step *ts = hs_train_step_build(p->model, NULL, e);
+    if (!ts)
+        return NULL;
+    hs_compile_options co;
+    hs_compile_options_init(&co);
+    co.device = p->device;
+    co.cancel = &s->cancel;
+    if (deadline_ns > 0) {
+        co.timeout_ms = (deadline_ns - hs_now_ns()) / 1000000;
+        if (co.timeout_ms <= 0) {
+            hs_train_step_free(ts);
+            hs_error_set(e, HS_ERR_CANCELLED, "deadline exceeded before training");
+            return NULL;
+        }
+    }
+    hs_executable *exe = NULL;
+    json_t *out = NULL;
+    if (hs_compile(ts->module, &co, s->compile_cache, p->metrics, &exe, e) != HS_OK)
+        goto done;
+    double flops, bytes, steps = (double)p->model->train.steps;
+    api_cost_estimate(hs_executable_module(exe), &flops, &bytes);
+    if (flops * steps > s->cfg.limits.max_run_flops ||
+        bytes * steps > s->cfg.limits.max_run_bytes) {
+        hs_error_set(e, HS_ERR_LIMIT,
+                     "%g training steps would execute about %.3g FLOPs and touch "
+                     "%.3g bytes, above the limits (--max-run-flops %.3g, "
+                     "--max-run-bytes %.3g)",
+                     steps, flops * steps, bytes * steps, s->cfg.limits.max_run_flops,
+                     s->cfg.limits.max_run_bytes);
+        goto done;
+    }
+    hs_train_run_options o;
+    memset(&o, 0, sizeof o);
+    o.module = hs_executable_module(exe);
+    hs_train_result r;
+    memset(&r, 0, sizeof r);
+    int64_t t0 = hs_now_ns();
+    if (hs_train_run(ts, spec, &o, &r, e) != HS_OK)
+        goto done;
+    hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
+    json_t *losses = json_array();
+    for (int64_t k = 0; k < r.steps; k++)
+        json_array_append_new(losses, json_real(r.losses[k]));
+    out = json_pack("{s:I, s:o, s:I, s:o, s:o}", "steps", (json_int_t)r.steps,
+                    "losses", losses, "step_instructions",
+                    (json_int_t)hs_module_instruction_count(hs_executable_module(exe)),
+                    "last_step", stats_json(&r.last), "total", stats_json(&r.total));
+    hs_train_result_free(&r);
+done:
+    hs_executable_release(exe);
+    hs_train_step_free(ts);
+    return out;
+}
+#endif
 
 /* Executes p on its device and adds "run" and "outputs" to sum. The device
  * API has no deadline of its own: the deadline is checked before the run,
@@ -92,6 +168,17 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
                   "peak_device_bytes", (json_int_t)st.peak_device_bytes,
                   "peak_host_bytes", (json_int_t)st.peak_host_bytes,
                   "wall_seconds", st.wall_seconds));
+#ifdef API_HAVE_TRAIN
+    /* A model with a "train" section also trains; when its steps cannot be
+     * built or run (an engine gap, a limit), the forward result stands and
+     * "train" says why. */
+    if (p->model && p->model->train.enabled) {
+        hs_error te;
+        hs_error_clear(&te);
+        json_t *t = train_steps(s, p, spec, deadline_ns, &te);
+        json_object_set_new(sum, "train", t ? t : srv_error_json(&te));
+    }
+#endif
     return 0;
 }
 

@@ -279,6 +279,9 @@ def run_and_compare(s):
     r, _ = s.json("POST", "/v1/run", example("mlp"))
     check(r["endpoint"] == "run" and r["outputs"][0]["shape"] == "f32[8,10]", "run outputs", r)
     check(r["run"]["peak_device_bytes"] > 0 and r["run"]["flops"] > 0, "run stats", r["run"])
+    losses = r["train"]["losses"]
+    check(len(losses) == example("mlp")["train"]["steps"] and losses[-1] < losses[0],
+          "a model with a train section trains: the loss goes down", r.get("train"))
     mem, _ = s.json("GET", "/v1/results/%s/memory.json" % r["id"])
     check(mem["measured"]["peak_device_bytes"] == r["run"]["peak_device_bytes"],
           "memory.json has the measured peak", mem.get("measured"))
@@ -381,6 +384,10 @@ def run_limits_are_422(s):
           "a run above --max-run-flops is refused", data)
     status, _, data = s.post("/v1/compile", long_model(1, repeat=200))
     check(status == 200, "compile of the same model works", data[:300])
+    train = {"loss": "mse", "steps": 100000, "optimizer": {"type": "sgd", "lr": 0.01}}
+    rr, _ = s.json("POST", "/v1/run", dict(long_model(2, repeat=8), train=train))
+    check(rr["train"]["error"]["code"] == "limit" and rr["outputs"],
+          "training beyond the run limits: forward result, train explains", rr.get("train"))
     status, _, data = s.post("/v1/run?device=teach-16m", example("seed_64_linear"))
     check(status == 422 and error_of(data)["code"] == "out_of_memory", "device OOM is 422", data)
 
