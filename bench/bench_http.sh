@@ -23,19 +23,22 @@ trap cleanup EXIT
 
 cc -O2 -o "$WORK/hello_mhd" bench/hello_mhd.c $(pkg-config --cflags --libs libmicrohttpd) -lpthread
 
-start() { # start NAME CMD... -> prints base URL
+start() { # start NAME CMD... -> sets URL to the server's base URL
     "${@:2}" > "$WORK/$1.out" 2> "$WORK/$1.err" &
     pids+=($!)
+    URL=
     for _ in $(seq 100); do
-        url=$(sed -n 's#.*\(http://127\.0\.0\.1:[0-9]*\)/.*#\1#p' "$WORK/$1.out")
-        [ -n "$url" ] && { echo "$url"; return; }
+        URL=$(sed -n 's#.*\(http://127\.0\.0\.1:[0-9]*\)/.*#\1#p' "$WORK/$1.out")
+        [ -n "$URL" ] && return
         sleep 0.05
     done
     echo "bench_http: $1 did not start" >&2; cat "$WORK/$1.err" >&2; exit 1
 }
-SRV=$(start hloscope "$BIN" serve --port 0 --data "$WORK/data" --workers 2 \
-      --max-run-flops 1e12 --max-run-bytes 1e10)
-HELLO=$(start hello "$WORK/hello_mhd" 0)
+start hloscope "$BIN" serve --port 0 --data "$WORK/data" --workers 2 \
+      --max-run-flops 1e12 --max-run-bytes 1e10
+SRV=$URL
+start hello "$WORK/hello_mhd" 0
+HELLO=$URL
 
 # wrk output -> "req/s p50 p99 non2xx max" (latencies in ms)
 wrk_stats() {
@@ -119,8 +122,9 @@ read -r i_rps i_p50 i_p99 i_max < <(python3 "$WORK/healthz.py" "$(port_of "$SRV"
 read -r l_rps l_p50 l_p99 l_max < <(python3 "$WORK/healthz.py" "$(port_of "$SRV")" 2)
 i_bad=0 l_bad=0 n_bad=0
 # The rejected design: compile/run on the event-loop threads.
-INLINE=$(start inline "$BIN" serve --port 0 --data "$WORK/data-inline" --inline-work 1 \
-         --max-run-flops 1e12 --max-run-bytes 1e10)
+start inline "$BIN" serve --port 0 --data "$WORK/data-inline" --inline-work 1 \
+      --max-run-flops 1e12 --max-run-bytes 1e10
+INLINE=$URL
 read -r n_rps n_p50 n_p99 n_max < <(python3 "$WORK/healthz.py" "$(port_of "$INLINE")" 2)
 
 echo
