@@ -182,13 +182,14 @@ hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
                         lane_names[l], 10, "#212121", 'r');
     }
     double ticks[16];
-    int nt = hs__nice_ticks(lo, hi, 10, ticks);
+    /* Time from the first segment, in nice steps. */
+    int nt = hs__nice_ticks(0, hi - lo, 10, ticks);
     for (int k = 0; k < nt; k++) {
-        double x = LEFT + (ticks[k] - lo) / (hi - lo) * width;
+        double x = LEFT + ticks[k] / (hi - lo) * width;
         hs__pinned_line(&pin, x, AXIS_H, x, height - TOP, 0.4, "#cfd8dc",
                         false);
         hs__pinned_line(&pin, x, AXIS_H - 4, x, AXIS_H, 0.8, "#263238", false);
-        hs__tick_label(text, sizeof text, ticks[k] - lo, HS_TICK_SECONDS);
+        hs__tick_label(text, sizeof text, ticks[k], HS_TICK_SECONDS);
         hs__pinned_text(&pin, x, AXIS_H - 12, text, 8, "#37474f", 'c');
     }
     hs__pinned_line(&pin, LEFT, AXIS_H, LEFT + width, AXIS_H, 0.8, "#263238",

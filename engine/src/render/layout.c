@@ -289,6 +289,9 @@ static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
         size_t n = r->got;
         while (n && (r->data[n - 1] == '\n' || r->data[n - 1] == '\r'))
             r->data[--n] = '\0';
+        for (size_t k = 0; k < n; k++)
+            if (r->data[k] == '\n' || r->data[k] == '\r')
+                r->data[k] = ' ';
         hs__text_clean(&msg, r->data, 300);
         hs_error_set(err, st, "layout: %s", msg.data ? msg.data : "failed");
         hs__rbuf_free(&msg);

@@ -237,6 +237,15 @@ void hs__layout_server_main(int ctl)
         ctl = 3;
     }
     hs__close_from(4);
+    /* The program's stdin and stdout are not ours; stderr stays for
+     * diagnostics from the libraries. */
+    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null_fd >= 0) {
+        dup2(null_fd, 0);
+        dup2(null_fd, 1);
+        if (null_fd > 3)
+            close(null_fd);
+    }
     hs__default_signals();
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, SIG_IGN); /* the program decides when we stop */

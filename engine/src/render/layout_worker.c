@@ -57,13 +57,20 @@ void hs__layout_warm_up(void)
     warm_gvc = gvc;
 }
 
-/* Graphviz reports errors through this hook; the worker keeps the first. */
+/* Graphviz reports errors through this hook, a message in pieces
+ * ("Error", ": ", "syntax error in line 1 near ...\n"); the worker keeps
+ * the first message. */
 static char first_error[512];
+static bool first_error_done;
 
 static int capture_error(char *msg)
 {
-    if (!first_error[0])
-        snprintf(first_error, sizeof first_error, "%s", msg);
+    if (first_error_done)
+        return 0;
+    size_t used = strlen(first_error);
+    snprintf(first_error + used, sizeof first_error - used, "%s", msg);
+    size_t n = strlen(msg);
+    first_error_done = n > 0 && msg[n - 1] == '\n';
     return 0;
 }
 

@@ -116,12 +116,6 @@ static int by_start(const void *a, const void *b, void *ctx)
     return (x->bytes < y->bytes) - (x->bytes > y->bytes);
 }
 
-static int by_offset(const void *a, const void *b)
-{
-    int64_t x = ((const placed *)a)->offset, y = ((const placed *)b)->offset;
-    return (x > y) - (x < y);
-}
-
 static bool overlap(const hs_timeline_buffer *x, const hs_timeline_buffer *y)
 {
     return x->start < y->end && y->start < x->end;
@@ -129,45 +123,58 @@ static bool overlap(const hs_timeline_buffer *x, const hs_timeline_buffer *y)
 
 /* First-fit stacking of the largest max_boxes buffers, in start order:
  * each goes at the lowest offset where it overlaps no placed buffer that
- * is live at the same time. */
+ * is live at the same time. Only buffers still live at the current start
+ * can overlap it or any later one, so the others leave the active set. */
 static hs_status stack(const hs_timeline_buffer *b, panel *p, int64_t max)
 {
     int n = p->n < max ? p->n : (int)max;
     int *order = malloc(sizeof *order * (size_t)p->n + 1);
-    placed *near = malloc(sizeof *near * (size_t)n + 1);
+    placed *active = malloc(sizeof *active * (size_t)n + 1);
     p->boxes = malloc(sizeof *p->boxes * (size_t)n + 1);
-    if (!order || !near || !p->boxes) {
+    if (!order || !active || !p->boxes) {
         free(order);
-        free(near);
+        free(active);
         return HS_ERR_NOMEM;
     }
     memcpy(order, p->members, sizeof *order * (size_t)p->n);
     if (n < p->n)
         qsort_r(order, (size_t)p->n, sizeof *order, by_bytes_desc, (void *)b);
     qsort_r(order, (size_t)n, sizeof *order, by_start, (void *)b);
+    int n_active = 0;
     p->top = 0;
     for (int k = 0; k < n; k++) {
         const hs_timeline_buffer *x = &b[order[k]];
+        /* Drop what ended; keep the rest sorted by offset. */
         int m = 0;
-        for (int j = 0; j < p->n_boxes; j++)
-            if (overlap(x, &b[p->boxes[j].index]))
-                near[m++] = p->boxes[j];
-        qsort(near, (size_t)m, sizeof *near, by_offset);
+        for (int j = 0; j < n_active; j++)
+            if (b[active[j].index].end > x->start)
+                active[m++] = active[j];
+        n_active = m;
         int64_t at = 0;
-        for (int j = 0; j < m; j++) {
-            int64_t lo = near[j].offset;
-            int64_t hi = lo + b[near[j].index].bytes;
+        for (int j = 0; j < n_active; j++) {
+            const hs_timeline_buffer *y = &b[active[j].index];
+            if (!overlap(x, y))
+                continue;
+            int64_t lo = active[j].offset, hi = lo + y->bytes;
             if (at + x->bytes <= lo)
-                break;
+                break; /* fits in the gap below y */
             if (hi > at)
                 at = hi;
         }
-        p->boxes[p->n_boxes++] = (placed){order[k], at};
+        placed here = {order[k], at};
+        int ins = 0; /* keep offsets ascending */
+        while (ins < n_active && active[ins].offset <= at)
+            ins++;
+        memmove(active + ins + 1, active + ins,
+                sizeof *active * (size_t)(n_active - ins));
+        active[ins] = here;
+        n_active++;
+        p->boxes[p->n_boxes++] = here;
         if (at + x->bytes > p->top)
             p->top = at + x->bytes;
     }
     free(order);
-    free(near);
+    free(active);
     return HS_OK;
 }
 
