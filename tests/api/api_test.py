@@ -426,18 +426,25 @@ def answers_while_long_runs_are_in_flight(s):
         while s2.json("GET", "/healthz")[0]["inflight"] < 2:
             check(time.time() < deadline, "long runs never started")
             time.sleep(0.02)
-        worst = 0
-        for _ in range(20):
+        # Ask /healthz until the runs are answered; count what was answered
+        # while they were in flight, and compile something meanwhile.
+        worst, answered, compile_s = 0.0, 0, None
+        while any(t.is_alive() for t in runs):
             t0 = time.time()
-            check(s2.get("/healthz")[0] == 200, "healthz during runs")
-            worst = max(worst, time.time() - t0)
-        t0 = time.time()
-        c, _ = s2.json("POST", "/v1/compile", example("mlp"))
-        compile_s = time.time() - t0
-        inflight = s2.json("GET", "/healthz")[0]["inflight"]
-        check(inflight >= 1, "runs were still in flight during the checks", inflight)
-        check(worst < 0.5, "healthz answered promptly during long runs (worst %.3f s)" % worst)
-        check(compile_s < 2.0, "a compile is answered during long runs (%.3f s)" % compile_s)
+            h, _ = s2.json("GET", "/healthz")
+            dt = time.time() - t0
+            if h["inflight"] >= 1:
+                answered += 1
+                worst = max(worst, dt)
+            if compile_s is None and h["inflight"] >= 2:
+                t0 = time.time()
+                s2.json("POST", "/v1/compile", example("mlp"))
+                compile_s = time.time() - t0
+            time.sleep(0.01)
+        check(answered >= 5, "healthz answered while runs were in flight (%d)" % answered)
+        check(worst < 1.0, "healthz answered promptly during long runs (worst %.3f s)" % worst)
+        check(compile_s is not None and compile_s < 5.0,
+              "a compile is answered while 2 runs are in flight (%s s)" % compile_s)
         for t in runs:
             t.join()
         check(all(r[0] == 200 for r in results), "long runs succeed", [r[0] for r in results])
