@@ -338,7 +338,7 @@ static const option_row k_options[] = {
     {"--deadline-ms", OPT_I64, CFG(limits.deadline_ms), "per request (0: none)"},
     {"--max-inflight", OPT_INT, CFG(limits.max_inflight), "compiles/runs at once (429)"},
     {"--inline-work", OPT_INT, CFG(inline_work),
-     "1: compile/run on the event-loop threads (for comparison only)"},
+     "1: work on the event loop (to measure)"},
 };
 #define N_OPTIONS ((int)(sizeof k_options / sizeof k_options[0]))
 
@@ -347,8 +347,24 @@ static void serve_usage(FILE *f)
     srv_config d;
     srv_config_defaults(&d);
     fprintf(f, "usage: hloscope serve [options]\n\noptions (defaults in docs/API.md):\n");
-    for (int k = 0; k < N_OPTIONS; k++)
-        fprintf(f, "  %-24s %s\n", k_options[k].flag, k_options[k].help);
+    for (int k = 0; k < N_OPTIONS; k++) {
+        const option_row *o = &k_options[k];
+        const void *v = (const char *)&d + o->offset;
+        char def[64];
+        switch (o->kind) {
+        case OPT_STR: {
+            const char *str = *(const char *const *)v;
+            snprintf(def, sizeof def, "%s", str ? str : "-");
+            break;
+        }
+        case OPT_INT: snprintf(def, sizeof def, "%d", *(const int *)v); break;
+        case OPT_UINT: snprintf(def, sizeof def, "%u", *(const unsigned *)v); break;
+        case OPT_I64: snprintf(def, sizeof def, "%lld", (long long)*(const int64_t *)v); break;
+        case OPT_SIZE: snprintf(def, sizeof def, "%zu", *(const size_t *)v); break;
+        case OPT_DBL: snprintf(def, sizeof def, "%g", *(const double *)v); break;
+        }
+        fprintf(f, "  %-22s %-44s [%s]\n", o->flag, o->help, def);
+    }
 }
 
 static int parse_serve_args(int argc, char **argv, srv_config *c)
