@@ -9,6 +9,10 @@
 #include "api.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
+#if __has_include("hloscope/hs_buffers.h")
+#include "hloscope/hs_buffers.h"
+#define API_HAVE_BUFFERS 1
+#endif
 
 const hs_module *api_program_traced(const api_program *p)
 {
@@ -147,6 +151,34 @@ static int compile(srv *s, api_program *p, int64_t deadline_ns, hs_error *e)
     return st == HS_OK ? 0 : -1;
 }
 
+/* Compilation fails as XLA's does when the device peak of the optimized
+ * module exceeds the device's memory: HS_ERR_OOM with XLA's
+ * RESOURCE_EXHAUSTED report (cut to the message's size). */
+static int check_device_memory(const api_program *p, hs_error *e)
+{
+#ifdef API_HAVE_BUFFERS
+    const hs_device_spec *spec = hs_device_find(p->device);
+    hs_buffer_assignment *ba = hs_assign_buffers(hs_executable_module(p->exe), e);
+    if (!spec || !ba)
+        return ba ? 0 : -1;
+    int rc = 0;
+    char *report = hs_buffers_oom_report(ba, (int64_t)spec->hbm_bytes,
+                                         strcmp(spec->kind, "gpu") == 0 ? "GPU" : "TPU", 3);
+    if (report) {
+        /* As much of the report as an error message holds: the first line,
+         * then the usage at the peak and the largest buffers. */
+        hs_error_set(e, HS_ERR_OOM, "%.500s", report);
+        rc = -1;
+    }
+    free(report);
+    hs_buffers_free(ba);
+    return rc;
+#else
+    (void)p, (void)e;
+    return 0;
+#endif
+}
+
 /* `run` executes for real: refuse what would take too long or too much
  * host memory, with the limit in the message. */
 static int check_run_limits(srv *s, const api_program *p, hs_error *e)
@@ -210,7 +242,7 @@ int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
         return -1;
     }
     if (check_size(s, api_program_traced(p), e) != 0 ||
-        compile(s, p, deadline_ns, e) != 0)
+        compile(s, p, deadline_ns, e) != 0 || check_device_memory(p, e) != 0)
         return -1;
     if (!for_run)
         return 0;

@@ -390,6 +390,10 @@ def run_limits_are_422(s):
           "training beyond the run limits: forward result, train explains", rr.get("train"))
     status, _, data = s.post("/v1/run?device=teach-16m", example("seed_64_linear"))
     check(status == 422 and error_of(data)["code"] == "out_of_memory", "device OOM is 422", data)
+    status, _, data = s.post("/v1/compile?device=teach-16m", example("seed_64_linear"))
+    e = error_of(data)
+    check(status == 422 and e["code"] == "out_of_memory" and "RESOURCE_EXHAUSTED" in e["message"],
+          "compile OOM is 422 with XLA's report", data)
 
 
 @test
