@@ -89,6 +89,10 @@ json_t *api_links(const char *id, const char *endpoint);
 json_t *api_memory_json(const hs_module *m, const char *device, bool timeline);
 json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
                     hs_error *e);
+/* The step timeline of a run summary (api_steps.c): host trace/compile and
+ * device execute segments per step, goodput. NULL with *e set when the
+ * summary is not a run's. */
+json_t *api_steps_json(json_t *summary, hs_error *e);
 
 /* ---- examples ------------------------------------------------------------ */
 
@@ -115,6 +119,8 @@ srv_outcome api_result_graph_json(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_memory_json(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_steps_json(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_steps_svg(srv *s, srv_request *rq, srv_reply *rp);
 
 /* The OpenAPI document (docs/openapi.json, embedded at build time). */
 extern const char api_openapi_json[];

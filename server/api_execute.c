@@ -62,12 +62,21 @@ static json_t *stats_json(const hs_run_stats *st)
 /* The model's "train" section: build the step module (autodiff), compile
  * it through the cache, check the run limits for all steps, and run them.
  * Returns the "train" object, or NULL with *e set. */
+/* Simulated device seconds of each step, for /steps.json. */
+static void record_step(int64_t step, float loss, const hs_run_stats *st, void *user)
+{
+    (void)step, (void)loss;
+    json_array_append_new(user, json_real(st->sim_seconds));
+}
+
 static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
                            int64_t deadline_ns, hs_error *e)
 {
+    int64_t t_build = hs_now_ns();
     hs_train_step *ts = hs_train_step_build(p->model, NULL, e);
     if (!ts)
         return NULL;
+    double build_s = (double)(hs_now_ns() - t_build) * 1e-9;
     hs_compile_options co;
     hs_compile_options_init(&co);
     co.device = p->device;
@@ -81,9 +90,12 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
         }
     }
     hs_executable *exe = NULL;
-    json_t *out = NULL;
+    json_t *out = NULL, *step_sim = json_array();
+    int64_t hits = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE);
     if (hs_compile(ts->module, &co, s->compile_cache, p->metrics, &exe, e) != HS_OK)
         goto done;
+    bool step_cached = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE) > hits;
+    srv_metrics_compile_cache(s->metrics, step_cached ? 1 : 0, step_cached ? 0 : 1);
     double flops, bytes, steps = (double)p->model->train.steps;
     api_cost_estimate(hs_executable_module(exe), &flops, &bytes);
     if (flops * steps > s->cfg.limits.max_run_flops ||
@@ -99,6 +111,8 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
     hs_train_run_options o;
     memset(&o, 0, sizeof o);
     o.module = hs_executable_module(exe);
+    o.on_step = record_step;
+    o.user = step_sim;
     hs_train_result r;
     memset(&r, 0, sizeof r);
     int64_t t0 = hs_now_ns();
@@ -108,12 +122,16 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
     json_t *losses = json_array();
     for (int64_t k = 0; k < r.steps; k++)
         json_array_append_new(losses, json_real(r.losses[k]));
-    out = json_pack("{s:I, s:o, s:I, s:o, s:o}", "steps", (json_int_t)r.steps,
-                    "losses", losses, "step_instructions",
+    out = json_pack("{s:I, s:o, s:I, s:f, s:f, s:s, s:O, s:o, s:o}", "steps",
+                    (json_int_t)r.steps, "losses", losses, "step_instructions",
                     (json_int_t)hs_module_instruction_count(hs_executable_module(exe)),
+                    "build_seconds", build_s, "compile_seconds",
+                    (double)hs_executable_report(exe)->total_ns * 1e-9, "compile_cache",
+                    step_cached ? "hit" : "miss", "step_sim_seconds", step_sim,
                     "last_step", stats_json(&r.last), "total", stats_json(&r.total));
     hs_train_result_free(&r);
 done:
+    json_decref(step_sim);
     hs_executable_release(exe);
     hs_train_step_free(ts);
     return out;

@@ -19,4 +19,8 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
 int api_render_memory(srv *s, const hs_module *m, const char *device,
                       const srv_request *rq, srv_reply *rp, hs_error *e);
 
+/* The step timeline (api_steps_json's) as a Gantt chart in SVG. */
+int api_render_steps(srv *s, json_t *steps, const srv_request *rq,
+                     srv_reply *rp, hs_error *e);
+
 #endif

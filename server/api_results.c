@@ -272,6 +272,53 @@ static int make_memory_svg(srv *s, const srv_request *rq, const char *id,
     return rc;
 }
 
+/* The step timeline needs only the stored summary of a run. */
+static json_t *steps_of(const store_row *row, hs_error *e)
+{
+    json_t *sum = row->summary ? json_loads(row->summary, 0, NULL) : NULL;
+    json_t *steps = sum ? api_steps_json(sum, e) : NULL;
+    if (!sum)
+        hs_error_set(e, HS_ERR_INVALID,
+                     "the result is not finished; GET /v1/results/{id} computes it");
+    json_decref(sum);
+    return steps;
+}
+
+static int make_steps_json(srv *s, const srv_request *rq, const char *id,
+                           const api_program *p, const store_row *row,
+                           srv_reply *rp, hs_error *e)
+{
+    json_t *steps = steps_of(row, e);
+    if (!steps)
+        return -1;
+    srv_reply_json(rp, 200, steps);
+    return 0;
+}
+
+static int make_steps_svg(srv *s, const srv_request *rq, const char *id,
+                          const api_program *p, const store_row *row,
+                          srv_reply *rp, hs_error *e)
+{
+    json_t *steps = steps_of(row, e);
+    if (!steps)
+        return -1;
+    double t0 = srv_now();
+    int rc = api_render_steps(s, steps, rq, rp, e);
+    srv_metrics_render(s->metrics, srv_now() - t0);
+    json_decref(steps);
+    return rc;
+}
+
+srv_outcome api_result_steps_json(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "steps.json", make_steps_json);
+}
+
+srv_outcome api_result_steps_svg(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "steps.svg", make_steps_svg);
+}
+
 srv_outcome api_result_hlo(srv *s, srv_request *rq, srv_reply *rp)
 {
     return artefact(s, rq, rp, "hlo", make_hlo);

@@ -19,6 +19,8 @@ const srv_route srv_routes[] = {
     {"GET", "/v1/results/{id}/graph.json", "result_graph_json", api_result_graph_json},
     {"GET", "/v1/results/{id}/memory.json", "result_memory_json", api_result_memory_json},
     {"GET", "/v1/results/{id}/memory.svg", "result_memory_svg", api_result_memory_svg},
+    {"GET", "/v1/results/{id}/steps.json", "result_steps_json", api_result_steps_json},
+    {"GET", "/v1/results/{id}/steps.svg", "result_steps_svg", api_result_steps_svg},
     {"GET", "/v1/results/{id}/metrics", "result_metrics", api_result_metrics},
 };
 const int srv_routes_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);

@@ -29,8 +29,12 @@ json_t *api_links(const char *id, const char *endpoint)
         {"memory_json", "/memory.json"},
         {"memory_svg", "/memory.svg"},
         {"metrics", "/metrics"},
+        {"steps_json", "/steps.json"},
+        {"steps_svg", "/steps.svg"},
     };
     for (size_t k = 0; k < sizeof rel / sizeof rel[0]; k++) {
+        if (strncmp(rel[k][0], "steps", 5) == 0 && strcmp(endpoint, "run") != 0)
+            continue; /* a timeline of steps needs a run */
         char url[160];
         snprintf(url, sizeof url, "%s%s", base, rel[k][1]);
         json_object_set_new(l, rel[k][0], json_string(url));

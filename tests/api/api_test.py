@@ -238,6 +238,8 @@ def results_and_artefacts(s):
     met, _ = s.json("GET", "/v1/results/%s/metrics" % rid)
     check(met["compile_report"]["passes"] and "UncachedCompile" in met["counters"],
           "result metrics", met)
+    status, _, data = s.get("/v1/results/%s/steps.json" % rid)
+    check(status == 422 and "run result" in error_of(data)["message"], "steps need a run", data)
     status, _, data = s.get("/v1/results/" + "f" * 32)
     check(status == 404 and error_of(data)["code"] == "not_found", "unknown result is 404", data)
     status, _, data = s.get("/v1/results/not-an-id/hlo")
@@ -279,6 +281,13 @@ def run_and_compare(s):
     r, _ = s.json("POST", "/v1/run", example("mlp"))
     check(r["endpoint"] == "run" and r["outputs"][0]["shape"] == "f32[8,10]", "run outputs", r)
     check(r["run"]["peak_device_bytes"] > 0 and r["run"]["flops"] > 0, "run stats", r["run"])
+    steps, _ = s.json("GET", "/v1/results/%s/steps.json" % r["id"])
+    check(steps["mode"] == "train" and steps["steps"] == len(r["train"]["losses"])
+          and 0 < steps["goodput"] <= 1 and steps["device"][-1]["kind"] == "execute",
+          "step timeline of a training run", {k: steps[k] for k in steps if k not in ("host", "device")})
+    status, headers, svg = s.get("/v1/results/%s/steps.svg" % r["id"])
+    check(status == 200 and headers["content-type"] == "image/svg+xml", "steps.svg", svg[:200])
+    ET.fromstring(svg)
     losses = r["train"]["losses"]
     check(len(losses) == example("mlp")["train"]["steps"] and losses[-1] < losses[0],
           "a model with a train section trains: the loss goes down", r.get("train"))
