@@ -380,6 +380,13 @@ def deadline_exceeded_is_503(s):
     status, headers, data = s.post("/v1/compile?loop=unrolled&timeout_ms=1", model)
     e = error_of(data)
     check(status == 503 and e["code"] == "deadline_exceeded", "deadline exceeded: 503", data)
+    # A drawing under a deadline too short for its layout (a forked worker).
+    r, _ = s.json("POST", "/v1/compile", example("mlp"))
+    status, _, data = s.get("/v1/results/%s/graph.svg?timeout_ms=1" % r["id"])
+    check(status == 503 and error_of(data)["code"] == "deadline_exceeded",
+          "layout past the deadline: 503", data[:300])
+    status, _, svg = s.get("/v1/results/%s/graph.svg" % r["id"])
+    check(status == 200, "the same drawing without the deadline", svg[:300])
     # Not remembered as a result: without the deadline the same model compiles.
     status, _, data = s.post("/v1/compile?loop=scan", model)
     check(status == 200, "a deadline does not poison the id", data[:300])
