@@ -430,6 +430,48 @@ def too_many_in_flight_is_429(s):
         s2.close()
 
 
+@test
+def mutated_input_is_never_a_5xx(s):
+    """Byte flips, truncations and odd values in bodies, paths and queries:
+    every answer is a 2xx or a 4xx with the error shape, and the server
+    stays up."""
+    import random
+    rnd = random.Random(1234)
+    seeds = [json.dumps(example(n)) for n in ("mlp", "seed_64_linear", "graph_offload")]
+    odd = ["-1", "0", "1e308", "\"x\"", "null", "[]", "{}", "true", "99999999999999999999"]
+    bodies = []
+    for k in range(150):
+        b = rnd.choice(seeds)
+        op = k % 4
+        if op == 0:
+            i = rnd.randrange(len(b))
+            b = b[:i] + chr(rnd.randrange(32, 127)) + b[i + 1:]
+        elif op == 1:
+            b = b[:rnd.randrange(len(b))]
+        elif op == 2:
+            nums = [m.start() for m in re.finditer(r"\d+", b)]
+            if nums:
+                i = rnd.choice(nums)
+                j = i + len(re.match(r"\d+", b[i:]).group(0))
+                b = b[:i] + rnd.choice(odd) + b[j:]
+        else:
+            b = b.replace('"linear"', rnd.choice(['"attention"', '"graph"', '"mlp"', '"nope"']), 1)
+        bodies.append(b)
+    for b in bodies:
+        path = rnd.choice(["/v1/compile", "/v1/compile?loop=scan", "/v1/run", "/v1/compile?batch=3"])
+        status, _, data = s.post(path, b)
+        check(status < 500 or status == 503, "no 5xx for bad input (%d)" % status, b[:300], data[:300])
+        if status >= 400:
+            error_of(data)
+    for path in ["/v1/results/%s/graph.svg?expand=%s" % ("0" * 32, "x" * 500), "/v1//compile",
+                 "/v1/results/../../etc/passwd", "/%00", "/v1/examples/" + "%ff" * 40,
+                 "/v1/compile?" + "&".join("k%d=v" % i for i in range(40))]:
+        for method in ("GET", "POST", "PUT", "HEAD"):
+            status, _, data = s.request(method, path, body=b"{}" if method != "GET" else None)
+            check(status < 500, "no 5xx for %s %s (%d)" % (method, path, status), data[:300])
+    check(s.get("/healthz")[0] == 200, "the server is still up")
+
+
 # ---- concurrency, persistence, shutdown --------------------------------------------
 
 
