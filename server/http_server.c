@@ -50,7 +50,7 @@ void srv_config_defaults(srv_config *c)
     c->threads = 4;
     c->workers = 2;
     c->conn_limit = 1024;
-    c->per_ip_limit = 0; /* 0: unlimited (loopback benchmarks open many) */
+    c->per_ip_limit = 128;
     c->conn_timeout_s = 60;
     c->conn_memory = 64 * 1024;
     c->cache_bytes = SRV_DEFAULT_CACHE_BYTES;
