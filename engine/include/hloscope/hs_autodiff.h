@@ -122,6 +122,18 @@ hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
                            const hs_autodiff_options *opts,
                            hs_instruction **grads, hs_error *err);
 
+/* The vector-Jacobian product from several outputs (what a scan body's
+ * reverse step needs): outs[k], arrays of b's computation, receive the
+ * cotangents cts[k] (shaped like them; NULL = zero), and grads[k] is the
+ * resulting cotangent of wrt[k] (zeros when none reaches it). Errors as
+ * hs_autodiff_grad. hs_autodiff_grad(loss) is hs_autodiff_vjp with the
+ * loss seeded by 1. */
+hs_status hs_autodiff_vjp(hs_builder *b, hs_instruction *const *outs,
+                          hs_instruction *const *cts, int n_outs,
+                          hs_instruction *const *wrt, int n_wrt,
+                          const hs_autodiff_options *opts,
+                          hs_instruction **grads, hs_error *err);
+
 /* Copies computation src (of any module, b's included) into b's
  * computation with args[k] in place of parameter(k), and returns the copy
  * of src's root (NULL on error, recorded on b). n_args must equal

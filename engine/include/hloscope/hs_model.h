@@ -86,7 +86,9 @@ typedef enum hs_loop_mode { HS_LOOP_UNROLLED = 0, HS_LOOP_SCAN } hs_loop_mode;
 typedef enum hs_residuals {
     HS_RESIDUALS_SAVE = 0, /* keep activations for the backward pass */
     HS_RESIDUALS_REMAT,    /* recompute them */
-    HS_RESIDUALS_OFFLOAD   /* keep them in host memory */
+    HS_RESIDUALS_OFFLOAD,  /* keep them in host memory */
+    HS_RESIDUALS_AUTO      /* offload what must go so that the step fits
+                              HBM, with the least exposed transfer time */
 } hs_residuals;
 
 typedef enum hs_loss { HS_LOSS_MSE = 0, HS_LOSS_CROSS_ENTROPY } hs_loss;
@@ -151,6 +153,10 @@ typedef struct hs_model {
     const char *device; /* HS_MODEL_DEFAULT_DEVICE when absent */
     hs_loop_mode loop;
     hs_residuals residuals;
+    /* "residuals": {"offload": [names]}: these residuals (op_name paths)
+     * go to host memory, the others are saved (residuals = SAVE). */
+    const char *const *offload_names;
+    int n_offload_names;
     hs_train_config train;
 
     hs_shape input_shape;  /* f32 [batch, features] or [batch, seq, features] */

@@ -32,6 +32,7 @@
 #ifndef HLOSCOPE_HS_SCAN_H
 #define HLOSCOPE_HS_SCAN_H
 
+#include "hloscope/hs_autodiff.h"
 #include "hloscope/hs_builder.h"
 
 #ifdef __cplusplus
@@ -144,6 +145,66 @@ hs_instruction *hs_scan_layers(hs_builder *b, const hs_layer *layers,
                                int n_layers, hs_layer_fn fn, void *user,
                                hs_instruction *x,
                                const hs_scan_layers_options *opts);
+
+
+/* ------------------------------------------------------------------------ */
+/* The reverse scan (autodiff of scan loops)                                */
+/* ------------------------------------------------------------------------ */
+
+/* What the forward loop keeps for the backward pass (docs/TRAINING.md,
+ * "Scan: the reverse scan"). */
+typedef enum hs_scan_policy {
+    HS_SCAN_SAVE = 0, /* stack the residuals on the device */
+    HS_SCAN_REMAT,    /* stack only the carries; recompute the body */
+    HS_SCAN_OFFLOAD   /* stack the residuals in host memory */
+} hs_scan_policy;
+
+#define HS_SCAN_REPORT_MAX 256
+
+/* One stacked residual of a differentiated scan. */
+typedef struct hs_scan_residual_info {
+    char name[160];   /* op_name of the saved value ("layers.(*)/attn/q_proj"),
+                         or "carry" under remat */
+    char opcode[32];  /* its opcode ("dot", "multiply", ...) */
+    char shape[96];   /* per-step shape */
+    int64_t bytes;    /* per step */
+    int64_t steps;    /* stack length N */
+    bool host;        /* stacked in host memory */
+} hs_scan_residual_info;
+
+/* Filled (appended to) by hs_scan_while_vjp: what each loop saved. */
+typedef struct hs_scan_vjp_report {
+    int n_loops;
+    int n_residuals; /* entries in residuals (at most HS_SCAN_REPORT_MAX) */
+    hs_scan_residual_info residuals[HS_SCAN_REPORT_MAX];
+    int64_t device_bytes; /* stacked residual bytes on the device */
+    int64_t host_bytes;   /* stacked residual bytes on the host */
+} hs_scan_vjp_report;
+
+typedef struct hs_scan_vjp_options {
+    hs_scan_policy policy;
+    /* With HS_SCAN_SAVE: residuals whose op_name matches one of these go to
+     * host memory instead ("attn/q_proj" matches "layers.(*)/attn/q_proj"
+     * and "layers.(*)/attn/q_proj/..."; "mlp" every MLP residual). */
+    const char *const *offload;
+    int n_offload;
+    /* Offloaded residuals are fetched one step ahead (the next step's
+     * transfer overlaps this step's compute); true fetches them where they
+     * are used. */
+    bool no_prefetch;
+    hs_scan_vjp_report *report; /* optional */
+} hs_scan_vjp_options;
+
+/* autodiff's while-loop hook (hs_autodiff_options.while_vjp, user = const
+ * hs_scan_vjp_options *, NULL = save) for loops with scan's lowering: a
+ * counted while (known_trip_count) over (s32 counter, state...) whose body
+ * returns a tuple. Rebuilds the forward loop so that it also stacks what
+ * the backward pass reads (per the policy), moves the loop's users onto
+ * it, and emits the reverse scan: each step the VJP of the body, reading
+ * the residuals of its step. Stacked inputs only sliced per step (the
+ * weights of scan_layers) get stacked gradients, one slice per step. */
+hs_status hs_scan_while_vjp(hs_builder *b, hs_autodiff_while *w, void *user,
+                            hs_error *err);
 
 #ifdef __cplusplus
 }

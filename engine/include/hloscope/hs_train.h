@@ -28,6 +28,7 @@
 #include "hloscope/hs_autodiff.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_scan.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -114,6 +115,12 @@ typedef struct hs_train_step {
      * built on first use by hs_train_grads. */
     hs_module *grad_module;
     hs_train_options options;
+    /* Scanned repeats: unless options.autodiff.while_vjp is set, their
+     * loops are differentiated by hs_scan_while_vjp with these options
+     * (the model's residual policy), and scan_report says what each
+     * differentiated loop saved, on the device or the host. */
+    hs_scan_vjp_options scan;
+    hs_scan_vjp_report *scan_report;
 } hs_train_step;
 
 /* Builds the step module of a model that has a "train" section (else

@@ -348,16 +348,13 @@ static void free_vjp(hs_vjp *v)
     free(v->active);
 }
 
-hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
-                           hs_instruction *const *wrt, int n_wrt,
-                           const hs_autodiff_options *opts,
-                           hs_instruction **grads, hs_error *err)
+/* The sweep from seeds: outs[k] receives cotangent cts[k] (NULL: none). */
+static hs_status sweep(hs_builder *b, hs_instruction *const *outs,
+                       hs_instruction *const *cts, int n_outs,
+                       hs_instruction *const *wrt, int n_wrt,
+                       const hs_autodiff_options *opts, bool seed_one,
+                       hs_instruction **grads, hs_error *err)
 {
-    for (int k = 0; grads && k < n_wrt; k++)
-        grads[k] = NULL;
-    hs_status st = check_inputs(b, loss, wrt, n_wrt, grads, err);
-    if (st != HS_OK)
-        return st;
     hs_error local;
     if (!err)
         err = &local;
@@ -386,14 +383,17 @@ hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
         *err = *hs_builder_error(b);
         return HS_ERR_NOMEM;
     }
-    int last = pos[loss->id];
+    int last = -1;
+    for (int k = 0; k < n_outs; k++)
+        if (pos[outs[k]->id] > last)
+            last = pos[outs[k]->id];
     for (int k = 0; k < n_wrt; k++) {
         if (pos[wrt[k]->id] > last) {
             free(pos);
             hs__vjp_fail(&v, wrt[k], HS_ERR_INVALID,
                          "autodiff: %s is defined after the loss %s, so the "
                          "loss cannot depend on it",
-                         wrt[k]->name, loss->name);
+                         wrt[k]->name, n_outs ? outs[0]->name : "?");
             free_vjp(&v);
             return err->status;
         }
@@ -406,8 +406,11 @@ hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
         hs_builder_push_scope(b, v.opts->scope);
         v.depth = 1;
     }
-    if (v.active[loss->id])
-        v.ct[loss->id] = hs_b_const_f32(b, 1.0f); /* d loss / d loss */
+    if (seed_one && v.active[outs[0]->id])
+        v.ct[outs[0]->id] = hs_b_const_f32(b, 1.0f); /* d loss / d loss */
+    for (int k = 0; !seed_one && k < n_outs; k++)
+        if (cts[k])
+            hs__vjp_acc(&v, outs[k], cts[k]);
     for (int k = last; k >= 0 && !v.failed && hs_builder_ok(b); k--) {
         hs_instruction *in = v.c->instrs[k];
         if (v.active[in->id] && has_cotangent(&v, in))
@@ -432,6 +435,62 @@ hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
         return err->status ? err->status : HS_ERR_INVALID;
     }
     return HS_OK;
+}
+
+hs_status hs_autodiff_grad(hs_builder *b, hs_instruction *loss,
+                           hs_instruction *const *wrt, int n_wrt,
+                           const hs_autodiff_options *opts,
+                           hs_instruction **grads, hs_error *err)
+{
+    for (int k = 0; grads && k < n_wrt; k++)
+        grads[k] = NULL;
+    hs_status st = check_inputs(b, loss, wrt, n_wrt, grads, err);
+    if (st != HS_OK)
+        return st;
+    hs_instruction *none = NULL;
+    return sweep(b, &loss, &none, 1, wrt, n_wrt, opts, true, grads, err);
+}
+
+hs_status hs_autodiff_vjp(hs_builder *b, hs_instruction *const *outs,
+                          hs_instruction *const *cts, int n_outs,
+                          hs_instruction *const *wrt, int n_wrt,
+                          const hs_autodiff_options *opts,
+                          hs_instruction **grads, hs_error *err)
+{
+    for (int k = 0; grads && k < n_wrt; k++)
+        grads[k] = NULL;
+    hs_error local;
+    if (!err)
+        err = &local;
+    if (!b)
+        return hs_error_set(err, HS_ERR_INVALID, "autodiff: no builder");
+    if (!hs_builder_ok(b)) {
+        *err = *hs_builder_error(b);
+        return err->status;
+    }
+    hs_computation *c = hs_builder_computation(b);
+    for (int k = 0; k < n_outs; k++) {
+        const hs_instruction *o = outs[k], *g = cts[k];
+        if (!o || o->parent != c || o->shape.dtype == HS_TUPLE ||
+            (g && (g->parent != c || !same_array(&o->shape, &g->shape)))) {
+            hs_builder_fail(b, HS_ERR_INVALID,
+                            "autodiff: output %d (%s) and its cotangent "
+                            "do not match",
+                            k, o ? o->name : "?");
+            *err = *hs_builder_error(b);
+            return HS_ERR_INVALID;
+        }
+    }
+    for (int k = 0; k < n_wrt; k++)
+        if (!wrt[k] || wrt[k]->parent != c || wrt[k]->shape.dtype != HS_F32) {
+            hs_builder_fail(b, HS_ERR_INVALID,
+                            "autodiff: only f32 arrays of the builder's "
+                            "computation can be differentiated%s%s",
+                            wrt[k] ? ": " : "", wrt[k] ? wrt[k]->name : "");
+            *err = *hs_builder_error(b);
+            return HS_ERR_INVALID;
+        }
+    return sweep(b, outs, cts, n_outs, wrt, n_wrt, opts, false, grads, err);
 }
 
 hs_status hs_autodiff_computation(hs_builder *b, const hs_computation *fwd,

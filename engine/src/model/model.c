@@ -236,6 +236,8 @@ static void copy_settings(hs_model *m, const hs_model_desc *d)
     m->device = d->device;
     m->loop = d->loop;
     m->residuals = d->residuals;
+    m->offload_names = (const char *const *)d->offload_names;
+    m->n_offload_names = d->n_offload_names;
     m->train = d->train;
     m->input_shape = d->input_shape;
     m->n_layers = d->n_layers;

@@ -282,7 +282,54 @@ static const char *const k_sgd_keys[] = {"type", "lr", NULL};
 static const char *const k_adam_keys[] = {"type", "lr", "beta1", "beta2",
                                           "eps", NULL};
 static const char *const k_loops[] = {"unrolled", "scan", NULL};
-static const char *const k_residuals[] = {"save", "remat", "offload", NULL};
+static const char *const k_residuals[] = {"save", "remat", "offload", "auto",
+                                          NULL};
+
+/* "residuals": "save" | "remat" | "offload" | "auto", or
+ * {"offload": ["attn/q_proj", ...]}: those residuals on the host, the rest
+ * saved on the device. */
+static bool parse_residuals(desc_parser *p, const json_t *root,
+                            hs_model_desc *out)
+{
+    const json_t *r = json_object_get(root, "residuals");
+    if (!json_is_object(r)) {
+        int v = 0;
+        if (!js_get_enum(&p->w, root, "residuals", false, 0, k_residuals, &v))
+            return false;
+        out->residuals = (hs_residuals)v;
+        return true;
+    }
+    static const char *const keys[] = {"offload", NULL};
+    size_t mark = js_push_key(&p->w, "residuals");
+    const json_t *names = json_object_get(r, "offload");
+    if (!js_check_keys(&p->w, r, keys))
+        return false;
+    if (!json_is_array(names) || json_array_size(names) == 0 ||
+        json_array_size(names) > 256)
+        return js_fail(&p->w, HS_ERR_INVALID, "offload",
+                       "expected a list of 1 to 256 residual names (op_name "
+                       "paths such as \"attn/q_proj\" or \"mlp\")");
+    size_t n = json_array_size(names);
+    out->offload_names = hs_arena_alloc(p->a, sizeof(char *) * n);
+    if (!out->offload_names)
+        return js_fail(&p->w, HS_ERR_NOMEM, NULL, "out of host memory");
+    for (size_t k = 0; k < n; k++) {
+        const json_t *v = json_array_get(names, k);
+        if (!json_is_string(v) || !json_string_value(v)[0]) {
+            size_t m2 = js_push_key(&p->w, "offload");
+            js_push_index(&p->w, k);
+            js_fail(&p->w, HS_ERR_INVALID, NULL,
+                    "expected a residual name (a non-empty string)");
+            js_pop(&p->w, m2);
+            return false;
+        }
+        out->offload_names[k] = hs_arena_strdup(p->a, json_string_value(v));
+    }
+    out->n_offload_names = (int)n;
+    out->residuals = HS_RESIDUALS_SAVE;
+    js_pop(&p->w, mark);
+    return true;
+}
 static const char *const k_losses[] = {"mse", "cross_entropy", NULL};
 static const char *const k_targets[] = {"zeros", "random", NULL};
 static const char *const k_optimizers[] = {"sgd", "adam", NULL};
@@ -443,16 +490,13 @@ bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
         return js_fail(&p.w, HS_ERR_INVALID, NULL,
                        "expected a model description (a JSON object with "
                        "\"input\" and \"layers\")");
-    int residuals = 0;
     if (!js_check_keys(&p.w, root, k_top_keys) ||
         !parse_names(&p, root, opts, out) ||
         !parse_loop(&p, root, opts, &out->loop) ||
-        !js_get_enum(&p.w, root, "residuals", false, 0, k_residuals,
-                     &residuals) ||
+        !parse_residuals(&p, root, out) ||
         !parse_input(&p, root, opts, &out->input_shape) ||
         !parse_train(&p, root, &out->train))
         return false;
-    out->residuals = (hs_residuals)residuals;
 
     const json_t *layers = json_object_get(root, "layers");
     if (!layers)

@@ -120,6 +120,8 @@ struct hs_model_desc {
     const char *device;
     hs_loop_mode loop;
     hs_residuals residuals;
+    const char **offload_names; /* residuals: {"offload": [...]} */
+    int n_offload_names;
     hs_train_config train;
     hs_shape input_shape;
     int n_layers; /* after expansion; copies of a repeat share one block */

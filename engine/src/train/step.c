@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hloscope/hs_passes.h"
 #include "train/train_internal.h"
 
 typedef struct step_inputs {
@@ -84,6 +85,15 @@ static char *alias_text(hs_arena *a, int n_alias, const hs_train_alias *al)
     return s;
 }
 
+static bool has_while(const hs_module *m)
+{
+    for (int c = 0; c < m->n_comps; c++)
+        for (int k = 0; k < m->comps[c]->n_instrs; k++)
+            if (m->comps[c]->instrs[k]->opcode == HS_OP_WHILE)
+                return true;
+    return false;
+}
+
 /* with_update: the step module; otherwise the gradient module. */
 static hs_module *build_module(const hs_train_step *ts, bool with_update,
                                hs_error *err)
@@ -144,6 +154,17 @@ static hs_module *build_module(const hs_train_step *ts, bool with_update,
         if (!mod->header_attrs && ts->n_alias) {
             hs_module_free(mod);
             hs_error_set(err, HS_ERR_NOMEM, "train: out of host memory");
+            return NULL;
+        }
+    }
+    if (has_while(mod)) {
+        /* The reverse scan rebuilt the forward loops: drop the originals
+         * (and the gradient module's second report of the same loops). */
+        hs_pass_context ctx;
+        hs_pass_context_init(&ctx);
+        bool changed = false;
+        if (hs_pass_dce_run(mod, &ctx, &changed, err) != HS_OK) {
+            hs_module_free(mod);
             return NULL;
         }
     }
@@ -238,6 +259,23 @@ hs_train_step *hs_train_step_build(const hs_model *m,
     ts->config = m->train;
     if (opts)
         ts->options = *opts;
+    if (!ts->options.autodiff.while_vjp) {
+        ts->scan_report = calloc(1, sizeof *ts->scan_report);
+        if (!ts->scan_report) {
+            hs_train_step_free(ts);
+            hs_error_set(err, HS_ERR_NOMEM, "train: out of host memory");
+            return NULL;
+        }
+        ts->scan.policy = m->residuals == HS_RESIDUALS_REMAT ? HS_SCAN_REMAT
+                          : m->residuals == HS_RESIDUALS_OFFLOAD
+                              ? HS_SCAN_OFFLOAD
+                              : HS_SCAN_SAVE;
+        ts->scan.offload = m->offload_names;
+        ts->scan.n_offload = m->n_offload_names;
+        ts->scan.report = ts->scan_report;
+        ts->options.autodiff.while_vjp = hs_scan_while_vjp;
+        ts->options.autodiff.while_user = &ts->scan;
+    }
     if (!describe_params(ts) || !describe_state(ts)) {
         hs_train_step_free(ts);
         hs_error_set(err, HS_ERR_NOMEM, "train: out of host memory");
@@ -254,8 +292,13 @@ hs_train_step *hs_train_step_build(const hs_model *m,
 /* The gradient module, built on first use. */
 hs_module *hs__train_grad_module(hs_train_step *ts, hs_error *err)
 {
-    if (!ts->grad_module)
+    if (!ts->grad_module) {
+        /* The step module already reported the loops. */
+        hs_scan_vjp_report *r = ts->scan.report;
+        ts->scan.report = NULL;
         ts->grad_module = build_module(ts, false, err);
+        ts->scan.report = r;
+    }
     return ts->grad_module;
 }
 
@@ -270,6 +313,7 @@ void hs_train_step_free(hs_train_step *ts)
     free(ts->param_names);
     free(ts->param_shapes);
     free(ts->alias);
+    free(ts->scan_report);
     hs_module_free(ts->module);
     hs_module_free(ts->grad_module);
     free(ts);

@@ -1,0 +1,973 @@
+/*
+ * scan_vjp.c - the reverse scan: autodiff's while-loop hook
+ * (hs_autodiff_options.while_vjp) for loops with scan's lowering.
+ *
+ * A while loop keeps no per-iteration values, so its VJP is a second loop
+ * that runs the steps backwards, each one the VJP of the forward body,
+ * reading what the forward loop saved (the residuals):
+ *
+ *   forward'  the original loop, rebuilt so that every step also writes
+ *             what the backward step reads into stacked [N, ...] buffers:
+ *               save     the residuals, on the device
+ *               offload  the residuals, moved to host memory
+ *                        (annotate_device_placement "pinned_host"; the
+ *                        host-offload pass makes them MoveToHost and S(5))
+ *               remat    only the carries entering each step
+ *             The original loop's users are moved onto forward', so the
+ *             forward pass runs once.
+ *   reverse   while(j < N): i = N-1-j; the forward body is inlined for
+ *             step i (cheap values - counters, weight slices - are
+ *             recomputed; under remat everything is, from the saved
+ *             carry), its VJP is taken from the carries' cotangents
+ *             (hs_autodiff_vjp), and the VJP's reads of carry-dependent
+ *             forward values are redirected to the saved residuals, so the
+ *             recomputation is dead code and removed. Weight gradients of
+ *             step i are written at slice i of a stacked gradient.
+ *
+ * Which forward values are residuals is found by building the reverse step
+ * once in a scratch module and looking at what the VJP instructions read
+ * (JAX's partial evaluation does the same on the linearized jaxpr).
+ *
+ * State layouts and the residual report are in docs/TRAINING.md.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hloscope/hs_autodiff.h"
+#include "hloscope/hs_scan.h"
+
+typedef enum { E_COUNTER, E_CARRY, E_XS, E_INV, E_ACC } ekind;
+
+typedef struct loopinfo {
+    hs_builder *b; /* the caller's (autodiff's) builder */
+    hs_module *m;
+    hs_autodiff_while *w;
+    const hs_scan_vjp_options *opts;
+    hs_instruction *loop;
+    hs_computation *body, *cond;
+    int n;
+    int64_t N;
+    ekind *kind;
+    int *idx_by_id; /* body instruction id -> position in body->instrs */
+    bool *dep;      /* by body position: depends on a carry (or acc) */
+    /* xs-like elements: the body's dynamic-slices of them */
+    int n_ds, *ds_pos, *ds_elem;
+    /* residuals (body positions) and where each goes */
+    int n_res, *res;
+    bool *res_host;
+    /* reverse-state layout */
+    int n_slots;
+    int *slot_ct;   /* by element: slot of its cotangent (carry, xs, inv acc), -1 */
+    int *slot_val;  /* by element: slot of its forward value (xs, inv), -1 */
+    int *slot_acc;  /* by element: slot of an acc's cotangent, -1 */
+    int slot_stack0; /* first stack slot */
+    int n_stacks;    /* residual stacks (save/offload) or carries (remat) */
+    int *stack_src;  /* body position (residual) or element (remat carry) */
+    int slot_pre0;   /* first prefetch slot (offload), -1 */
+    int *stack_pre;  /* by stack: prefetch slot or -1 */
+    hs_shape *stack_shape; /* per-step shape of each stack */
+    char scope[256];
+} loopinfo;
+
+static hs_status fail(loopinfo *L, hs_error *err, hs_status s,
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static hs_status fail(loopinfo *L, hs_error *err, hs_status s,
+                      const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    hs_error_set(err, s, "scan VJP (%s): %s",
+                 L->loop && L->loop->name ? L->loop->name : "while", msg);
+    return s;
+}
+
+static bool is_gte_of(const hs_instruction *i, const hs_instruction *p, int k)
+{
+    return i->opcode == HS_OP_GET_TUPLE_ELEMENT && i->operands[0] == p &&
+           (k < 0 || i->index == k);
+}
+
+/* ---- analysis of the loop ------------------------------------------------ */
+
+static bool xs_like(loopinfo *L, int k, int *n_ds_out)
+{
+    hs_computation *c = L->body;
+    hs_instruction *P = c->params[0];
+    const hs_shape *e = &P->shape.elems[k];
+    if (e->dtype != HS_F32 || e->rank < 1)
+        return false;
+    int n_ds = 0;
+    for (int a = 0; a < c->n_instrs; a++) {
+        hs_instruction *g = c->instrs[a];
+        if (!is_gte_of(g, P, k))
+            continue;
+        for (int u = 0; u < c->n_instrs; u++) {
+            hs_instruction *y = c->instrs[u];
+            for (int o = 0; o < y->n_operands; o++) {
+                if (y->operands[o] != g)
+                    continue;
+                if (y == c->root && o == k)
+                    continue;
+                if (y->opcode != HS_OP_DYNAMIC_SLICE || o != 0 ||
+                    y->n_dims != e->rank || y->dims[0] != 1)
+                    return false;
+                for (int d = 1; d < e->rank; d++)
+                    if (y->dims[d] != e->dims[d])
+                        return false;
+                n_ds++;
+            }
+        }
+    }
+    *n_ds_out = n_ds;
+    return true;
+}
+
+static hs_status analyse(loopinfo *L, hs_error *err)
+{
+    hs_instruction *loop = L->loop;
+    if (loop->n_called != 2 || loop->shape.dtype != HS_TUPLE)
+        return fail(L, err, HS_ERR_UNSUPPORTED, "not a while over a tuple");
+    L->cond = loop->called[0];
+    L->body = loop->called[1];
+    L->n = loop->shape.n_elems;
+    L->N = loop->known_trip_count;
+    if (L->N <= 0)
+        return fail(L, err, HS_ERR_UNSUPPORTED,
+                    "the trip count is not known; only scan loops (counted, "
+                    "known_trip_count) are differentiated");
+    hs_computation *c = L->body;
+    hs_instruction *P = c->n_params == 1 ? c->params[0] : NULL;
+    hs_instruction *R = c->root;
+    if (!P || !R || R->opcode != HS_OP_TUPLE || R->n_operands != L->n)
+        return fail(L, err, HS_ERR_UNSUPPORTED,
+                    "the body does not return a tuple of its state");
+    const hs_shape *s0 = &loop->shape.elems[0];
+    if (s0->dtype != HS_S32 || s0->rank != 0)
+        return fail(L, err, HS_ERR_UNSUPPORTED,
+                    "state element 0 is not an s32 counter");
+    int n = L->n;
+    L->kind = calloc((size_t)n, sizeof *L->kind);
+    L->idx_by_id = malloc(sizeof(int) * ((size_t)L->m->next_id + 1));
+    L->dep = calloc((size_t)c->n_instrs + 1, sizeof *L->dep);
+    L->ds_pos = calloc((size_t)c->n_instrs + 1, sizeof(int));
+    L->ds_elem = calloc((size_t)c->n_instrs + 1, sizeof(int));
+    if (!L->kind || !L->idx_by_id || !L->dep || !L->ds_pos || !L->ds_elem)
+        return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
+    for (int k = 0; k <= L->m->next_id; k++)
+        L->idx_by_id[k] = -1;
+    for (int k = 0; k < c->n_instrs; k++)
+        L->idx_by_id[c->instrs[k]->id] = k;
+    L->kind[0] = E_COUNTER;
+    for (int k = 1; k < n; k++) {
+        hs_instruction *r = R->operands[k];
+        const hs_shape *e = &loop->shape.elems[k];
+        if (e->dtype == HS_TUPLE)
+            return fail(L, err, HS_ERR_UNSUPPORTED,
+                        "state element %d is a tuple", k);
+        int nds = 0;
+        if (is_gte_of(r, P, k))
+            L->kind[k] = xs_like(L, k, &nds) ? E_XS : E_INV;
+        else if (r->opcode == HS_OP_DYNAMIC_UPDATE_SLICE &&
+                 is_gte_of(r->operands[0], P, k))
+            L->kind[k] = E_ACC;
+        else
+            L->kind[k] = E_CARRY;
+        if (L->kind[k] == E_CARRY && e->dtype != HS_F32)
+            return fail(L, err, HS_ERR_UNSUPPORTED,
+                        "carry %d is %s; only f32 carries are differentiated",
+                        k, hs_dtype_name(e->dtype));
+    }
+    for (int a = 0; a < c->n_instrs; a++) {
+        hs_instruction *y = c->instrs[a];
+        if (y->opcode == HS_OP_GET_TUPLE_ELEMENT && y->operands[0] == P) {
+            ekind k = L->kind[y->index];
+            L->dep[a] = k == E_CARRY || k == E_ACC;
+        } else {
+            for (int o = 0; o < y->n_operands && !L->dep[a]; o++) {
+                int p = L->idx_by_id[y->operands[o]->id];
+                L->dep[a] = p >= 0 && L->dep[p];
+            }
+        }
+        if (y->opcode == HS_OP_DYNAMIC_SLICE &&
+            y->operands[0]->opcode == HS_OP_GET_TUPLE_ELEMENT &&
+            y->operands[0]->operands[0] == P &&
+            L->kind[y->operands[0]->index] == E_XS &&
+            L->w->active[y->operands[0]->index]) {
+            L->ds_pos[L->n_ds] = a;
+            L->ds_elem[L->n_ds++] = (int)y->operands[0]->index;
+        }
+    }
+    return HS_OK;
+}
+
+/* ---- building blocks --------------------------------------------------- */
+
+static hs_instruction *zeros(hs_builder *b, const hs_shape *s)
+{
+    hs_instruction *z = s->dtype == HS_S32    ? hs_b_const_s32(b, 0)
+                        : s->dtype == HS_PRED ? hs_b_const_pred(b, false)
+                                              : hs_b_const_f32(b, 0);
+    hs_shape t = hs_shape_make(s->dtype, s->rank, s->dims);
+    return hs_b_broadcast(b, z, &t, NULL, 0);
+}
+
+static hs_shape stacked(const hs_shape *s, int64_t n)
+{
+    int64_t d[HS_MAX_RANK];
+    d[0] = n;
+    for (int k = 0; k < s->rank && k + 1 < HS_MAX_RANK; k++)
+        d[k + 1] = s->dims[k];
+    return hs_shape_make(s->dtype, s->rank + 1, d);
+}
+
+static hs_instruction *annotate(hs_builder *b, hs_instruction *x, bool host)
+{
+    hs_shape s = hs_shape_make(x ? x->shape.dtype : HS_F32,
+                               x ? x->shape.rank : 0, x ? x->shape.dims : NULL);
+    hs_instruction *y = hs_b_custom_call(b, "annotate_device_placement", &x,
+                                         1, &s);
+    if (y)
+        y->frontend_attributes = hs_arena_strdup(
+            hs_builder_module(b)->arena,
+            host ? "_xla_buffer_placement=\"pinned_host\""
+                 : "_xla_buffer_placement=\"device\"");
+    return y;
+}
+
+/* Slice i of stack [N, ...] as the per-step shape (moved to the device
+ * first when host). */
+static hs_instruction *read_slice(hs_builder *b, hs_instruction *stack,
+                                  hs_instruction *i, const hs_shape *step,
+                                  bool host)
+{
+    hs_instruction *starts[HS_MAX_RANK];
+    int64_t sizes[HS_MAX_RANK];
+    hs_instruction *zero = hs_b_const_s32(b, 0);
+    int r = step->rank + 1;
+    starts[0] = i;
+    sizes[0] = 1;
+    for (int d = 1; d < r; d++) {
+        starts[d] = zero;
+        sizes[d] = step->dims[d - 1];
+    }
+    hs_instruction *s = hs_b_dynamic_slice(b, stack, starts, sizes);
+    if (host)
+        s = annotate(b, s, false);
+    return hs_b_reshape(b, s, step->rank, step->dims);
+}
+
+/* stack with slice i replaced by v (per-step shape). */
+static hs_instruction *write_slice(hs_builder *b, hs_instruction *stack,
+                                   hs_instruction *v, hs_instruction *i,
+                                   bool host)
+{
+    if (!v)
+        return NULL;
+    hs_instruction *starts[HS_MAX_RANK];
+    int64_t d[HS_MAX_RANK];
+    hs_instruction *zero = hs_b_const_s32(b, 0);
+    int r = v->shape.rank + 1;
+    d[0] = 1;
+    starts[0] = i;
+    for (int k = 1; k < r; k++) {
+        d[k] = v->shape.dims[k - 1];
+        starts[k] = zero;
+    }
+    hs_instruction *u = hs_b_reshape(b, v, r, d);
+    if (host)
+        u = annotate(b, u, true);
+    return hs_b_dynamic_update_slice(b, stack, u, starts);
+}
+
+static void set_trip_count(hs_builder *b, hs_instruction *w, int64_t n)
+{
+    if (!w)
+        return;
+    char config[96];
+    snprintf(config, sizeof config,
+             "{\"known_trip_count\":{\"n\":\"%" PRId64 "\"}}", n);
+    w->known_trip_count = n;
+    w->backend_config = hs_arena_strdup(hs_builder_module(b)->arena, config);
+}
+
+static const char *fresh_name(hs_module *m, const char *base, char *buf,
+                              size_t size)
+{
+    size_t k = 0;
+    for (const char *c = base; *c && k + 16 < size; c++) {
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                  (*c >= '0' && *c <= '9') || *c == '_' || *c == '-';
+        buf[k++] = ok ? *c : '_';
+    }
+    buf[k] = 0;
+    size_t len = strlen(buf);
+    for (int i = 1; hs_module_find_computation(m, buf); i++)
+        snprintf(buf + len, size - len, ".%d", i);
+    return buf;
+}
+
+/* ---- the reverse step ---------------------------------------------------- */
+
+/* Emits one backward step into rb. slot[0..n_slots) are the reverse state's
+ * values; reads[body position] (or NULL) replace residuals. Fills next[]
+ * (the next reverse state) and, for the analysis, *fwd_hi (the position
+ * after the inlined forward copies) and map (body position -> copy). */
+static bool reverse_step(loopinfo *L, hs_builder *rb, hs_instruction **slot,
+                         hs_instruction **reads, hs_instruction **next,
+                         hs_instruction **map, int *fwd_hi)
+{
+    int n = L->n;
+    hs_computation *rc = hs_builder_computation(rb);
+    hs_instruction *j = slot[0];
+    hs_instruction *i = hs_b_binary(rb, HS_OP_SUBTRACT,
+                                    hs_b_const_s32(rb, (int32_t)(L->N - 1)), j);
+    hs_instruction **arg = calloc((size_t)n, sizeof *arg);
+    hs_instruction **outs = calloc((size_t)n, sizeof *outs);
+    hs_instruction **cts = calloc((size_t)n, sizeof *cts);
+    hs_instruction **wrt = calloc((size_t)(n + L->n_ds + 1), sizeof *wrt);
+    hs_instruction **grads = calloc((size_t)(n + L->n_ds + 1), sizeof *grads);
+    bool ok = arg && outs && cts && wrt && grads;
+    if (!ok)
+        hs_builder_fail(rb, HS_ERR_NOMEM, "scan VJP: out of host memory");
+    arg[0] = i;
+    for (int k = 1; ok && k < n; k++) {
+        const hs_shape *e = &L->loop->shape.elems[k];
+        switch (L->kind[k]) {
+        case E_CARRY:
+            arg[k] = NULL;
+            for (int s = 0; s < L->n_stacks; s++)
+                if (L->opts->policy == HS_SCAN_REMAT && L->stack_src[s] == k)
+                    arg[k] = read_slice(rb, slot[L->slot_stack0 + s], i, e,
+                                        false);
+            if (!arg[k])
+                arg[k] = zeros(rb, e); /* never read: residuals replace it */
+            break;
+        case E_XS:
+        case E_INV:
+            arg[k] = slot[L->slot_val[k]];
+            break;
+        case E_ACC:
+            arg[k] = L->slot_acc[k] >= 0 ? slot[L->slot_acc[k]] : zeros(rb, e);
+            break;
+        default:
+            break;
+        }
+    }
+    hs_instruction *t = ok ? hs_b_tuple(rb, arg, n) : NULL;
+    hs_instruction *root = t ? hs_autodiff_inline(rb, L->body, &t, 1, map)
+                             : NULL;
+    if (fwd_hi)
+        *fwd_hi = rc->n_instrs;
+    int n_out = 0, n_wrt = 0;
+    for (int k = 1; root && k < n; k++) {
+        if (L->kind[k] == E_CARRY) {
+            outs[n_out] = root->operands[k];
+            cts[n_out++] = slot[L->slot_ct[k]];
+            wrt[n_wrt++] = arg[k];
+        } else if (L->kind[k] == E_ACC && L->slot_acc[k] >= 0) {
+            outs[n_out] = root->operands[k];
+            cts[n_out++] = slot[L->slot_acc[k]];
+        } else if (L->kind[k] == E_INV && L->slot_ct[k] >= 0) {
+            wrt[n_wrt++] = arg[k];
+        }
+    }
+    int first_ds = n_wrt;
+    for (int d = 0; root && d < L->n_ds; d++)
+        wrt[n_wrt++] = map[L->ds_pos[d]];
+    hs_autodiff_options o = {.scope = "backward",
+                             .while_vjp = hs_scan_while_vjp,
+                             .while_user = (void *)L->opts};
+    hs_error e;
+    /* Gradient op_names are "backward/<forward op_name>", not nested under
+     * the loop machinery's scope. */
+    hs_builder_pop_scope(rb);
+    if (root && hs_autodiff_vjp(rb, outs, cts, n_out, wrt, n_wrt, &o, grads,
+                                &e) != HS_OK)
+        root = NULL;
+    hs_builder_push_scope(rb, L->scope);
+    /* The next state. */
+    if (root) {
+        next[0] = hs_b_binary(rb, HS_OP_ADD, j, hs_b_const_s32(rb, 1));
+        for (int s = 1; s < L->n_slots; s++)
+            next[s] = slot[s];
+        int g = 0;
+        for (int k = 1; k < n; k++) {
+            if (L->kind[k] == E_CARRY)
+                next[L->slot_ct[k]] = grads[g++];
+            else if (L->kind[k] == E_INV && L->slot_ct[k] >= 0)
+                next[L->slot_ct[k]] = hs_b_binary(rb, HS_OP_ADD,
+                                                  slot[L->slot_ct[k]],
+                                                  grads[g++]);
+        }
+        for (int d = 0; d < L->n_ds; d++) {
+            int k = L->ds_elem[d];
+            hs_instruction *ds = map[L->ds_pos[d]];
+            hs_instruction *gd = grads[first_ds + d];
+            hs_instruction *acc = next[L->slot_ct[k]];
+            hs_instruction *starts[HS_MAX_RANK];
+            for (int q = 1; q < ds->n_operands; q++)
+                starts[q - 1] = ds->operands[q];
+            /* Every step writes its own slice: the first write needs no
+             * add (bit-identical to an unrolled layer's gradient). */
+            bool alone = L->w->cotangent[k] == NULL;
+            for (int d2 = 0; d2 < L->n_ds; d2++)
+                if (d2 != d && L->ds_elem[d2] == k)
+                    alone = false;
+            if (!alone)
+                gd = hs_b_binary(rb, HS_OP_ADD,
+                                 hs_b_dynamic_slice(rb, acc, starts, ds->dims),
+                                 gd);
+            next[L->slot_ct[k]] = hs_b_dynamic_update_slice(rb, acc, gd,
+                                                            starts);
+        }
+    }
+    /* Residuals: the VJP reads the saved values, not the recomputation. */
+    if (root && reads) {
+        int n_ids = L->m->next_id;
+        hs_instruction **to = calloc((size_t)n_ids + 1, sizeof *to);
+        if (!to) {
+            hs_builder_fail(rb, HS_ERR_NOMEM, "scan VJP: out of host memory");
+            root = NULL;
+        } else {
+            for (int p = 0; p < L->body->n_instrs; p++)
+                if (reads[p] && map[p] && map[p]->id < n_ids)
+                    to[map[p]->id] = reads[p];
+            for (int q = *fwd_hi; q < rc->n_instrs; q++) {
+                hs_instruction *y = rc->instrs[q];
+                for (int o2 = 0; o2 < y->n_operands; o2++) {
+                    hs_instruction *x = y->operands[o2];
+                    if (x->id < n_ids && to[x->id])
+                        y->operands[o2] = to[x->id];
+                }
+            }
+            for (int s = 0; s < L->n_slots; s++)
+                if (next[s] && next[s]->id < n_ids && to[next[s]->id])
+                    next[s] = to[next[s]->id];
+            free(to);
+        }
+    }
+    free(arg);
+    free(outs);
+    free(cts);
+    free(wrt);
+    free(grads);
+    return root != NULL && hs_builder_ok(rb);
+}
+
+/* ---- reverse-state layout -------------------------------------------------- */
+
+static bool layout(loopinfo *L)
+{
+    int n = L->n;
+    L->slot_ct = malloc(sizeof(int) * (size_t)n);
+    L->slot_val = malloc(sizeof(int) * (size_t)n);
+    L->slot_acc = malloc(sizeof(int) * (size_t)n);
+    if (!L->slot_ct || !L->slot_val || !L->slot_acc)
+        return false;
+    int s = 1;
+    for (int k = 0; k < n; k++) {
+        L->slot_ct[k] = L->slot_val[k] = L->slot_acc[k] = -1;
+        bool act = L->w->active[k];
+        if (L->kind[k] == E_CARRY ||
+            ((L->kind[k] == E_XS || L->kind[k] == E_INV) && act &&
+             L->loop->shape.elems[k].dtype == HS_F32))
+            L->slot_ct[k] = s++;
+    }
+    for (int k = 0; k < n; k++)
+        if (L->kind[k] == E_XS || L->kind[k] == E_INV)
+            L->slot_val[k] = s++;
+    for (int k = 0; k < n; k++)
+        if (L->kind[k] == E_ACC && L->w->cotangent[k])
+            L->slot_acc[k] = s++;
+    L->slot_stack0 = s;
+    s += L->n_stacks;
+    L->slot_pre0 = s;
+    for (int t = 0; t < L->n_stacks; t++) {
+        L->stack_pre[t] = -1;
+        if (L->opts->policy != HS_SCAN_REMAT && L->res_host[t] &&
+            !L->opts->no_prefetch)
+            L->stack_pre[t] = s++;
+    }
+    L->n_slots = s;
+    return true;
+}
+
+static hs_shape slot_shape(const loopinfo *L, int s)
+{
+    if (s == 0)
+        return hs_shape_scalar(HS_S32);
+    for (int k = 0; k < L->n; k++)
+        if (L->slot_ct[k] == s || L->slot_val[k] == s || L->slot_acc[k] == s)
+            return hs_shape_make(L->loop->shape.elems[k].dtype,
+                                 L->loop->shape.elems[k].rank,
+                                 L->loop->shape.elems[k].dims);
+    for (int t = 0; t < L->n_stacks; t++) {
+        if (s == L->slot_stack0 + t)
+            return stacked(&L->stack_shape[t], L->N);
+        if (s == L->stack_pre[t])
+            return L->stack_shape[t];
+    }
+    return hs_shape_scalar(HS_S32);
+}
+
+/* ---- residuals ------------------------------------------------------------ */
+
+static bool name_matches(const char *op_name, const char *want)
+{
+    if (!op_name || !want || !want[0])
+        return false;
+    /* Against the whole op_name, and without its first component
+     * ("layers.(*)/attn/q_proj" is also "attn/q_proj"). */
+    for (int pass = 0; pass < 2; pass++) {
+        const char *s = op_name;
+        if (pass == 1) {
+            s = strchr(op_name, '/');
+            if (!s)
+                return false;
+            s++;
+        }
+        size_t n = strlen(want);
+        if (strncmp(s, want, n) == 0 && (s[n] == 0 || s[n] == '/'))
+            return true;
+    }
+    return false;
+}
+
+/* Builds the reverse step in a scratch module and lists the carry-dependent
+ * forward values the VJP reads. */
+static hs_status find_residuals(loopinfo *L, hs_error *err)
+{
+    hs_computation *body = L->body;
+    size_t cap = (size_t)(body->n_instrs > L->n ? body->n_instrs : L->n) + 1;
+    L->res = calloc(cap, sizeof(int));
+    L->res_host = calloc(cap, sizeof(bool));
+    L->stack_src = calloc(cap, sizeof(int));
+    L->stack_pre = calloc(cap, sizeof(int));
+    L->stack_shape = calloc(cap, sizeof(hs_shape));
+    if (!L->res || !L->res_host || !L->stack_src || !L->stack_pre ||
+        !L->stack_shape)
+        return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
+    if (L->opts->policy == HS_SCAN_REMAT) {
+        for (int k = 1; k < L->n; k++)
+            if (L->kind[k] == E_CARRY) {
+                L->stack_src[L->n_stacks] = k;
+                L->stack_shape[L->n_stacks++] = hs_shape_make(
+                    HS_F32, L->loop->shape.elems[k].rank,
+                    L->loop->shape.elems[k].dims);
+            }
+        return HS_OK;
+    }
+    hs_module *sm = hs_module_new("scan_vjp_analysis");
+    hs_builder *sb = sm ? hs_builder_new(sm, "step", true) : NULL;
+    hs_instruction **map = calloc((size_t)body->n_instrs + 1, sizeof *map);
+    if (!sb || !map || !layout(L)) {
+        hs_builder_free(sb);
+        hs_module_free(sm);
+        free(map);
+        return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
+    }
+    hs_builder_push_scope(sb, L->scope);
+    hs_instruction **slot = calloc((size_t)L->n_slots + 1, sizeof *slot);
+    hs_instruction **next = calloc((size_t)L->n_slots + 1, sizeof *next);
+    for (int s = 0; slot && s < L->n_slots; s++) {
+        hs_shape sh = slot_shape(L, s);
+        slot[s] = hs_b_parameter(sb, s, &sh, NULL);
+    }
+    int hi = 0;
+    bool ok = slot && next && reverse_step(L, sb, slot, NULL, next, map, &hi);
+    hs_status st = HS_OK;
+    if (!ok) {
+        st = hs_error_set(err, hs_builder_error(sb)->status
+                                   ? hs_builder_error(sb)->status
+                                   : HS_ERR_NOMEM,
+                          "scan VJP: %s", hs_builder_error(sb)->message);
+    } else {
+        hs_computation *sc = hs_builder_computation(sb);
+        int n_ids = sm->next_id;
+        int *pos_of = malloc(sizeof(int) * ((size_t)n_ids + 1));
+        bool *used = calloc((size_t)n_ids + 1, sizeof *used);
+        if (!pos_of || !used) {
+            st = hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
+        } else {
+            for (int q = hi; q < sc->n_instrs; q++)
+                for (int o = 0; o < sc->instrs[q]->n_operands; o++)
+                    used[sc->instrs[q]->operands[o]->id] = true;
+            for (int s = 0; s < L->n_slots; s++)
+                if (next[s])
+                    used[next[s]->id] = true;
+            for (int p = 0; p < body->n_instrs; p++) {
+                hs_instruction *cp = map[p];
+                if (!cp || !L->dep[p] || !used[cp->id] ||
+                    body->instrs[p]->opcode == HS_OP_PARAMETER)
+                    continue;
+                if (cp->shape.dtype == HS_TUPLE) {
+                    st = fail(L, err, HS_ERR_UNSUPPORTED,
+                              "the backward step reads tuple %s",
+                              body->instrs[p]->name);
+                    break;
+                }
+                L->res[L->n_res++] = p;
+            }
+        }
+        free(pos_of);
+        free(used);
+    }
+    hs_builder_free(sb);
+    hs_module_free(sm);
+    free(map);
+    free(slot);
+    free(next);
+    free(L->slot_ct);
+    free(L->slot_val);
+    free(L->slot_acc);
+    L->slot_ct = L->slot_val = L->slot_acc = NULL;
+    if (st != HS_OK)
+        return st;
+    for (int r = 0; r < L->n_res; r++) {
+        const hs_instruction *y = body->instrs[L->res[r]];
+        bool host = L->opts->policy == HS_SCAN_OFFLOAD;
+        for (int q = 0; !host && q < L->opts->n_offload; q++)
+            host = name_matches(y->op_name, L->opts->offload[q]);
+        L->res_host[r] = host;
+        L->stack_src[r] = L->res[r];
+        L->stack_shape[r] = hs_shape_make(y->shape.dtype, y->shape.rank,
+                                          y->shape.dims);
+    }
+    L->n_stacks = L->n_res;
+    return HS_OK;
+}
+
+static void report(loopinfo *L)
+{
+    hs_scan_vjp_report *r = L->opts->report;
+    if (!r)
+        return;
+    r->n_loops++;
+    for (int s = 0; s < L->n_stacks; s++) {
+        bool host = L->opts->policy != HS_SCAN_REMAT && L->res_host[s];
+        int64_t bytes = hs_shape_bytes(&L->stack_shape[s]);
+        if (host)
+            r->host_bytes += bytes * L->N;
+        else
+            r->device_bytes += bytes * L->N;
+        if (r->n_residuals >= HS_SCAN_REPORT_MAX)
+            continue;
+        hs_scan_residual_info *ri = &r->residuals[r->n_residuals++];
+        const hs_instruction *y =
+            L->opts->policy == HS_SCAN_REMAT ? NULL
+                                             : L->body->instrs[L->stack_src[s]];
+        snprintf(ri->name, sizeof ri->name, "%s",
+                 y ? (y->op_name ? y->op_name : y->name) : "carry");
+        snprintf(ri->opcode, sizeof ri->opcode, "%s",
+                 y ? hs_opcode_name(y->opcode) : "carry");
+        hs_shape_print(&L->stack_shape[s], false, ri->shape, sizeof ri->shape);
+        ri->bytes = bytes;
+        ri->steps = L->N;
+        ri->host = host;
+    }
+}
+
+/* ---- the forward loop that saves --------------------------------------- */
+
+static hs_instruction *forward_loop(loopinfo *L, hs_error *err)
+{
+    hs_builder *b = L->b;
+    hs_module *m = L->m;
+    int n = L->n, ns = L->n_stacks;
+    bool remat = L->opts->policy == HS_SCAN_REMAT;
+    hs_shape *el = hs_arena_alloc(m->arena, sizeof(hs_shape) * (size_t)(n + ns));
+    if (!el)
+        return NULL;
+    for (int k = 0; k < n; k++)
+        el[k] = L->loop->shape.elems[k];
+    for (int s = 0; s < ns; s++)
+        el[n + s] = stacked(&L->stack_shape[s], L->N);
+    hs_shape st = hs_shape_tuple(m->arena, n + ns, el);
+    char name[256];
+    const char *scope = L->loop->op_name ? L->loop->op_name : "scan";
+    /* body */
+    snprintf(name, sizeof name, "%s_body", L->body->name);
+    hs_builder *fb = hs_builder_new(m, fresh_name(m, name, name, sizeof name),
+                                    false);
+    hs_builder *cb = NULL;
+    hs_instruction **g = calloc((size_t)(n + ns) + 1, sizeof *g);
+    hs_instruction **out = calloc((size_t)(n + ns) + 1, sizeof *out);
+    hs_instruction **map = calloc((size_t)L->body->n_instrs + 1, sizeof *map);
+    hs_computation *body = NULL, *cond = NULL;
+    if (!fb || !g || !out || !map)
+        goto done;
+    hs_builder_push_scope(fb, scope);
+    hs_instruction *P = hs_b_parameter(fb, 0, &st, NULL);
+    for (int k = 0; k < n + ns; k++)
+        g[k] = hs_b_get_tuple_element(fb, P, k);
+    hs_instruction *t = hs_b_tuple(fb, g, n);
+    hs_instruction *r = hs_autodiff_inline(fb, L->body, &t, 1, map);
+    for (int k = 0; r && k < n; k++)
+        out[k] = r->operands[k];
+    for (int s = 0; r && s < ns; s++) {
+        hs_instruction *v = remat ? g[L->stack_src[s]] : map[L->stack_src[s]];
+        out[n + s] = write_slice(fb, g[n + s], v, g[0],
+                                 !remat && L->res_host[s]);
+    }
+    hs_error e;
+    body = hs_builder_finish(fb, r ? hs_b_tuple(fb, out, n + ns) : NULL, &e);
+    fb = NULL;
+    if (!body) {
+        *err = e;
+        goto done;
+    }
+    hs_computation_remove_dead(body);
+    /* condition */
+    snprintf(name, sizeof name, "%s_cond", L->cond->name);
+    cb = hs_builder_new(m, fresh_name(m, name, name, sizeof name), false);
+    if (!cb)
+        goto done;
+    hs_builder_push_scope(cb, scope);
+    P = hs_b_parameter(cb, 0, &st, NULL);
+    for (int k = 0; k < n; k++)
+        g[k] = hs_b_get_tuple_element(cb, P, k);
+    t = hs_b_tuple(cb, g, n);
+    r = hs_autodiff_inline(cb, L->cond, &t, 1, NULL);
+    cond = hs_builder_finish(cb, r, &e);
+    cb = NULL;
+    if (!cond) {
+        *err = e;
+        goto done;
+    }
+    hs_computation_remove_dead(cond);
+done:
+    hs_builder_free(fb);
+    hs_builder_free(cb);
+    free(map);
+    if (!body || !cond) {
+        free(g);
+        free(out);
+        if (err->status == HS_OK)
+            hs_error_set(err, HS_ERR_NOMEM, "scan VJP: cannot build the "
+                                            "forward loop");
+        return NULL;
+    }
+    /* The loop in the caller's computation, placed right after the old one,
+     * which it replaces. */
+    hs_computation *c = hs_builder_computation(b);
+    int first = c->n_instrs;
+    hs_instruction *init = L->w->init;
+    for (int k = 0; k < n; k++)
+        g[k] = init->opcode == HS_OP_TUPLE
+                   ? init->operands[k]
+                   : hs_b_get_tuple_element(b, init, k);
+    for (int s = 0; s < ns; s++)
+        g[n + s] = zeros(b, &el[n + s]);
+    hs_instruction *w = hs_b_while(b, cond, body, hs_b_tuple(b, g, n + ns));
+    free(g);
+    free(out);
+    if (!w) {
+        *err = *hs_builder_error(b);
+        return NULL;
+    }
+    w->op_name = L->loop->op_name;
+    set_trip_count(b, w, L->N);
+    int old = -1;
+    for (int k = 0; k < first; k++)
+        if (c->instrs[k] == L->loop)
+            old = k;
+    if (old < 0 || c->root == L->loop) {
+        hs_error_set(err, HS_ERR_UNSUPPORTED,
+                     "scan VJP: the loop %s is the computation's root",
+                     L->loop->name);
+        return NULL;
+    }
+    int moved = c->n_instrs - first;
+    hs_instruction **tmp = malloc(sizeof *tmp * (size_t)moved);
+    if (!tmp) {
+        hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
+        return NULL;
+    }
+    memcpy(tmp, c->instrs + first, sizeof *tmp * (size_t)moved);
+    memmove(c->instrs + old + 1 + moved, c->instrs + old + 1,
+            sizeof *tmp * (size_t)(first - old - 1));
+    memcpy(c->instrs + old + 1, tmp, sizeof *tmp * (size_t)moved);
+    free(tmp);
+    for (int k = old + 1 + moved; k < c->n_instrs; k++) {
+        hs_instruction *y = c->instrs[k];
+        for (int o = 0; o < y->n_operands; o++)
+            if (y->operands[o] == L->loop)
+                y->operands[o] = w;
+    }
+    return w;
+}
+
+/* ---- the reverse loop ------------------------------------------------------ */
+
+static hs_status reverse_loop(loopinfo *L, hs_instruction *fw, hs_error *err)
+{
+    hs_builder *b = L->b;
+    hs_module *m = L->m;
+    int S = L->n_slots;
+    hs_shape *el = hs_arena_alloc(m->arena, sizeof(hs_shape) * (size_t)S);
+    hs_instruction **slot = calloc((size_t)S + 1, sizeof *slot);
+    hs_instruction **next = calloc((size_t)S + 1, sizeof *next);
+    hs_instruction **reads =
+        calloc((size_t)L->body->n_instrs + 1, sizeof *reads);
+    hs_instruction **map = calloc((size_t)L->body->n_instrs + 1, sizeof *map);
+    hs_instruction **init = calloc((size_t)S + 1, sizeof *init);
+    hs_status st = HS_ERR_NOMEM;
+    hs_builder *rb = NULL, *cb = NULL;
+    if (!el || !slot || !next || !reads || !map || !init)
+        goto out;
+    for (int s = 0; s < S; s++)
+        el[s] = slot_shape(L, s);
+    hs_shape sh = hs_shape_tuple(m->arena, S, el);
+    bool remat = L->opts->policy == HS_SCAN_REMAT;
+    /* body */
+    char name[256];
+    snprintf(name, sizeof name, "%s_reverse_body", L->body->name);
+    rb = hs_builder_new(m, fresh_name(m, name, name, sizeof name), false);
+    if (!rb)
+        goto out;
+    hs_builder_push_scope(rb, L->scope);
+    hs_instruction *P = hs_b_parameter(rb, 0, &sh, NULL);
+    for (int s = 0; s < S; s++)
+        slot[s] = hs_b_get_tuple_element(rb, P, s);
+    hs_instruction *i = hs_b_binary(rb, HS_OP_SUBTRACT,
+                                    hs_b_const_s32(rb, (int32_t)(L->N - 1)),
+                                    slot[0]);
+    for (int s = 0; !remat && s < L->n_stacks; s++) {
+        int p = L->stack_src[s];
+        if (L->stack_pre[s] >= 0)
+            reads[p] = slot[L->stack_pre[s]];
+        else
+            reads[p] = read_slice(rb, slot[L->slot_stack0 + s], i,
+                                  &L->stack_shape[s], L->res_host[s]);
+    }
+    int hi = 0;
+    bool ok = reverse_step(L, rb, slot, remat ? NULL : reads, next, map, &hi);
+    /* Prefetch: the next step's residuals move to the device while this
+     * step computes (clamped at the last step). */
+    for (int s = 0; ok && s < L->n_stacks; s++) {
+        if (L->stack_pre[s] < 0)
+            continue;
+        hs_instruction *nx = hs_b_binary(
+            rb, HS_OP_MAXIMUM,
+            hs_b_binary(rb, HS_OP_SUBTRACT, i, hs_b_const_s32(rb, 1)),
+            hs_b_const_s32(rb, 0));
+        next[L->stack_pre[s]] = read_slice(rb, slot[L->slot_stack0 + s], nx,
+                                           &L->stack_shape[s], true);
+    }
+    hs_error e;
+    hs_computation *rbody =
+        hs_builder_finish(rb, ok ? hs_b_tuple(rb, next, S) : NULL, &e);
+    rb = NULL;
+    if (!rbody) {
+        *err = e;
+        st = e.status ? e.status : HS_ERR_INVALID;
+        goto out;
+    }
+    hs_computation_remove_dead(rbody);
+    /* condition: j < N */
+    snprintf(name, sizeof name, "%s_reverse_cond", L->body->name);
+    cb = hs_builder_new(m, fresh_name(m, name, name, sizeof name), false);
+    if (!cb)
+        goto out;
+    hs_builder_push_scope(cb, L->scope);
+    P = hs_b_parameter(cb, 0, &sh, NULL);
+    hs_instruction *lt = hs_b_compare(
+        cb, HS_DIR_LT, hs_b_get_tuple_element(cb, P, 0),
+        hs_b_const_s32(cb, (int32_t)L->N));
+    hs_computation *rcond = hs_builder_finish(cb, lt, &e);
+    cb = NULL;
+    if (!rcond) {
+        *err = e;
+        st = e.status ? e.status : HS_ERR_INVALID;
+        goto out;
+    }
+    /* init */
+    init[0] = hs_b_const_s32(b, 0);
+    for (int k = 0; k < L->n; k++) {
+        const hs_shape *e2 = &L->loop->shape.elems[k];
+        if (L->slot_ct[k] >= 0)
+            init[L->slot_ct[k]] = L->w->cotangent[k] ? L->w->cotangent[k]
+                                                     : zeros(b, e2);
+        if (L->slot_val[k] >= 0)
+            init[L->slot_val[k]] = hs_b_get_tuple_element(b, fw, k);
+        if (L->slot_acc[k] >= 0)
+            init[L->slot_acc[k]] = L->w->cotangent[k];
+    }
+    for (int s = 0; s < L->n_stacks; s++) {
+        init[L->slot_stack0 + s] = hs_b_get_tuple_element(b, fw, L->n + s);
+        if (L->stack_pre[s] >= 0)
+            init[L->stack_pre[s]] =
+                read_slice(b, init[L->slot_stack0 + s],
+                           hs_b_const_s32(b, (int32_t)(L->N - 1)),
+                           &L->stack_shape[s], true);
+    }
+    hs_instruction *rw = hs_b_while(b, rcond, rbody, hs_b_tuple(b, init, S));
+    set_trip_count(b, rw, L->N);
+    for (int k = 0; rw && k < L->n; k++)
+        if (L->slot_ct[k] >= 0)
+            L->w->init_cotangent[k] =
+                hs_b_get_tuple_element(b, rw, L->slot_ct[k]);
+    st = hs_builder_ok(b) ? HS_OK : hs_builder_error(b)->status;
+    if (st != HS_OK)
+        *err = *hs_builder_error(b);
+out:
+    hs_builder_free(rb);
+    hs_builder_free(cb);
+    free(slot);
+    free(next);
+    free(reads);
+    free(map);
+    free(init);
+    if (st == HS_ERR_NOMEM && err->status == HS_OK)
+        hs_error_set(err, st, "scan VJP: out of host memory");
+    return st;
+}
+
+static void free_info(loopinfo *L)
+{
+    free(L->kind);
+    free(L->idx_by_id);
+    free(L->dep);
+    free(L->ds_pos);
+    free(L->ds_elem);
+    free(L->res);
+    free(L->res_host);
+    free(L->slot_ct);
+    free(L->slot_val);
+    free(L->slot_acc);
+    free(L->stack_src);
+    free(L->stack_pre);
+    free(L->stack_shape);
+}
+
+hs_status hs_scan_while_vjp(hs_builder *b, hs_autodiff_while *w, void *user,
+                            hs_error *err)
+{
+    static const hs_scan_vjp_options save = {.policy = HS_SCAN_SAVE};
+    const hs_scan_vjp_options *opts = user ? user : &save;
+    loopinfo L = {.b = b, .m = hs_builder_module(b), .w = w, .opts = opts,
+                  .loop = w->loop};
+    hs_error_clear(err);
+    const char *sc = hs_builder_scope(b);
+    snprintf(L.scope, sizeof L.scope, "%s", sc && sc[0] ? sc : "backward/scan");
+    hs_status st = analyse(&L, err);
+    if (st == HS_OK)
+        st = find_residuals(&L, err);
+    if (st == HS_OK && !layout(&L))
+        st = hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
+    hs_instruction *fw = st == HS_OK ? forward_loop(&L, err) : NULL;
+    if (st == HS_OK && !fw)
+        st = err->status ? err->status : HS_ERR_INVALID;
+    if (st == HS_OK)
+        st = reverse_loop(&L, fw, err);
+    if (st == HS_OK)
+        report(&L);
+    free_info(&L);
+    return st;
+}
