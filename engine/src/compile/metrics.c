@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hloscope/hs_compile.h"
+#include "ir/strbuf.h"
 
 typedef struct counter {
     char name[48];
@@ -161,47 +162,11 @@ static void format_duration(char *buf, size_t size, double ns)
         snprintf(buf, size, "%.3fus", us);
 }
 
-typedef struct text {
-    char *data;
-    size_t len, cap;
-    bool oom;
-} text;
-
-static void appendf(text *t, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void appendf(text *t, const char *fmt, ...)
-{
-    if (t->oom)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    if (t->len + (size_t)n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 256;
-        while (cap < t->len + (size_t)n + 1)
-            cap *= 2;
-        char *p = realloc(t->data, cap);
-        if (!p) {
-            t->oom = true;
-            return;
-        }
-        t->data = p;
-        t->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(t->data + t->len, t->cap - t->len, fmt, ap);
-    va_end(ap);
-    t->len += (size_t)n;
-}
 
 char *hs_metrics_format(hs_metrics *m)
 {
-    text t = {0};
-    appendf(&t, "%s", "");
+    hs_buf t = {0};
+    hs__buf_puts(&t, ""); /* an empty report is "", not NULL */
     if (m) {
         pthread_mutex_lock(&m->mu);
         char a[64], b[64], c[64], d[64];
@@ -211,13 +176,13 @@ char *hs_metrics_format(hs_metrics *m)
             format_duration(b, sizeof b, hs_timing_mean(x));
             format_duration(c, sizeof c, (double)x->min_ns);
             format_duration(d, sizeof d, (double)x->max_ns);
-            appendf(&t,
+            hs__buf_printf(&t,
                     "Metric: %s\n  TotalSamples: %lld\n  Accumulator: %s\n"
                     "  Mean: %s\n  Min: %s\n  Max: %s\n",
                     m->timings[k].name, (long long)x->count, a, b, c, d);
         }
         for (int k = 0; k < m->n_counters; k++)
-            appendf(&t, "Counter: %s\n  Value: %lld\n", m->counters[k].name,
+            hs__buf_printf(&t, "Counter: %s\n  Value: %lld\n", m->counters[k].name,
                     (long long)m->counters[k].value);
         pthread_mutex_unlock(&m->mu);
     }

@@ -20,28 +20,7 @@
  * dump, shallow enough that hostile input cannot exhaust the stack. */
 #define HS_HLO_MAX_DEPTH 64
 
-/* ------------------------------------------------------------------------ */
-/* Growable buffer (buffer.c)                                               */
-/* ------------------------------------------------------------------------ */
-
-/* Appends never fail loudly: on host OOM the buffer sets oom and ignores
- * further appends, and the caller checks oom once at the end. */
-typedef struct hs_buf {
-    char *data; /* always NUL-terminated when len > 0 */
-    size_t len, cap;
-    bool oom;
-} hs_buf;
-
-void hs__buf_free(hs_buf *b);
-void hs__buf_put(hs_buf *b, const char *s, size_t n);
-void hs__buf_puts(hs_buf *b, const char *s);
-void hs__buf_putc(hs_buf *b, char c);
-void hs__buf_put_int(hs_buf *b, int64_t v);
-void hs__buf_put_uint(hs_buf *b, uint64_t v);
-void hs__buf_printf(hs_buf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-/* Writes s between double quotes, escaping '"', '\\' and control chars. */
-void hs__buf_put_quoted(hs_buf *b, const char *s);
+#include "ir/strbuf.h"
 
 /* ------------------------------------------------------------------------ */
 /* Scanner (lexer.c)                                                        */

@@ -1,11 +1,10 @@
-/* buffer.c - the growable text buffer the printer writes into. Capacity
- * doubles, so printing a module is linear in its text size. */
+/* strbuf.c - the engine's growable text buffer (see strbuf.h). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hlo_text/hlo_text_internal.h"
+#include "ir/strbuf.h"
 
 void hs__buf_free(hs_buf *b)
 {

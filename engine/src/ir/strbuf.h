@@ -1,0 +1,32 @@
+/*
+ * strbuf.h - the engine's growable text buffer (internal). The HLO printer,
+ * compile reports and metrics append to it; capacity doubles, so building a
+ * text is linear in its size.
+ */
+#ifndef HLOSCOPE_IR_STRBUF_H
+#define HLOSCOPE_IR_STRBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Appends never fail loudly: on host OOM the buffer sets oom and ignores
+ * further appends, and the caller checks oom once at the end. */
+typedef struct hs_buf {
+    char *data; /* always NUL-terminated when len > 0 */
+    size_t len, cap;
+    bool oom;
+} hs_buf;
+
+void hs__buf_free(hs_buf *b);
+void hs__buf_put(hs_buf *b, const char *s, size_t n);
+void hs__buf_puts(hs_buf *b, const char *s);
+void hs__buf_putc(hs_buf *b, char c);
+void hs__buf_put_int(hs_buf *b, int64_t v);
+void hs__buf_put_uint(hs_buf *b, uint64_t v);
+void hs__buf_printf(hs_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Writes s between double quotes, escaping '"', '\\' and control chars. */
+void hs__buf_put_quoted(hs_buf *b, const char *s);
+
+#endif
