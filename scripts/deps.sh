@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libjansson-dev libmicrohttpd-dev libopenblas-dev libxxhash-dev
       libcmocka-dev libgraphviz-dev graphviz libsqlite3-dev
-      python3-numpy python3-torch curl wrk)
+      python3-numpy python3-torch curl wrk
+      chromium nodejs npm)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -7,11 +7,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
+# The browser explorer (web/, served by `hloscope serve`), when npm is here.
+if command -v npm >/dev/null; then
+  (cd web && npm ci --no-audit --no-fund && npm run build)
+else
+  echo "npm not found: the browser explorer (web/) is not built" >&2
+fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" --target hloscope_bin
 if [ "${1:-}" = "--build-only" ]; then
     exit 0
 fi
+echo "open http://${BIND:-127.0.0.1}:${PORT:-8080}/ in a browser for the explorer"
 echo "try:  curl --data @examples/seed_64_linear.json http://${BIND:-127.0.0.1}:${PORT:-8080}/v1/compile"
 exec build/hloscope serve --port "${PORT:-8080}" --bind "${BIND:-127.0.0.1}" \
     --data "${DATA:-hloscope-data}" --examples examples

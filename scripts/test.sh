@@ -10,6 +10,12 @@ if [ "${HS_SANITIZE:-0}" = "1" ]; then
 else
   dir=build; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo)
 fi
+# The browser explorer (web/, served by `hloscope serve`), when npm is here.
+if command -v npm >/dev/null; then
+  (cd web && npm ci --no-audit --no-fund && npm run build)
+else
+  echo "npm not found: the browser explorer (web/) is not built" >&2
+fi
 cmake -S . -B "$dir" "${flags[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 ctest --test-dir "$dir" --output-on-failure -j"$(nproc)"

@@ -67,6 +67,7 @@ typedef struct srv_config {
     int port; /* 0: any free port (printed at start) */
     const char *data_dir;
     const char *examples_dir;
+    const char *web_dir; /* built browser explorer (http_static.c) */
     int threads;        /* libmicrohttpd thread pool */
     int workers;        /* compile/run worker pool */
     unsigned conn_limit, per_ip_limit, conn_timeout_s;
@@ -209,6 +210,8 @@ struct srv {
 };
 
 int hs_cli_serve(int argc, char **argv);
+/* Serves a file of the browser explorer for a GET no route matches. */
+bool srv_static_reply(const srv *s, const char *method, const char *url, srv_reply *rp);
 double srv_now(void);
 
 #endif

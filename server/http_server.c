@@ -47,6 +47,9 @@ void srv_config_defaults(srv_config *c)
 #ifdef HS_EXAMPLES_DIR
     c->examples_dir = HS_EXAMPLES_DIR;
 #endif
+#ifdef HS_WEB_DIR
+    c->web_dir = HS_WEB_DIR;
+#endif
     c->threads = 4;
     c->workers = 2;
     c->conn_limit = 1024;
@@ -177,6 +180,8 @@ static enum MHD_Result dispatch(conn_ctx *x, const char *url, const char *method
         return queue_reply(x);
     }
     int r = srv_route_match(method, url, &x->rq, rp->allow, sizeof rp->allow);
+    if (r == -1 && srv_static_reply(s, method, url, rp))
+        return queue_reply(x);
     if (r == -1) {
         srv_reply_error(rp, 404, "not_found", "", "no route for %s %s", method, url);
         return queue_reply(x);
@@ -319,6 +324,7 @@ static const option_row k_options[] = {
     {"--bind", OPT_STR, CFG(bind), "address to listen on"},
     {"--data", OPT_STR, CFG(data_dir), "directory of the SQLite store"},
     {"--examples", OPT_STR, CFG(examples_dir), "directory of example models"},
+    {"--web", OPT_STR, CFG(web_dir), "built browser explorer (web/dist)"},
     {"--threads", OPT_INT, CFG(threads), "libmicrohttpd event-loop threads"},
     {"--workers", OPT_INT, CFG(workers), "compile/run/render worker threads"},
     {"--max-connections", OPT_UINT, CFG(conn_limit), "open connections"},

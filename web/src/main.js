@@ -1,0 +1,480 @@
+// hloscope explorer: model editor, before/after graphs that pan and zoom
+// together, memory timelines linked to the graphs, HLO diff, compile scaling,
+// metrics, runs and a guided tour. State lives in the URL hash, so a link
+// (or a reload) restores the view.
+import './style.css';
+import { get, post, query, results, ApiError } from './api.js';
+import { createEditor } from './editor.js';
+import { GraphPane, syncPanes, layerKey } from './graph.js';
+import { Timeline } from './memory.js';
+import { bytes, seconds, int, ratio, ratioPhrase, esc } from './format.js';
+import { renderHloDiff } from './hlo.js';
+import { measureScaling } from './scaling.js';
+import { renderMetrics, renderRun } from './panels.js';
+import { startTour } from './tour.js';
+
+const $ = (s) => document.querySelector(s);
+const MODES = {
+  loop: { a: { loop: 'unrolled' }, b: { loop: 'scan' }, la: 'unrolled', lb: 'scan' },
+  residuals: { a: { residuals: 'save' }, b: { residuals: 'offload' }, la: 'residuals: save', lb: 'residuals: offload' },
+  stage: { la: 'traced', lb: 'optimized' },
+};
+
+// ---- state and URL ---------------------------------------------------------
+export const state = {
+  mode: 'loop', a: '', b: '', stage: 'optimized', expand: '', computation: '',
+  tab: 'compare', sel: '', side: 'a', q: '', ex: '',
+};
+const view = { summaries: {}, ratios: null, diffCounts: null };
+
+function readHash() {
+  const h = new URLSearchParams(location.hash.replace(/^#/, ''));
+  for (const k of Object.keys(state)) if (h.has(k)) state[k] = h.get(k);
+}
+function writeHash() {
+  const h = new URLSearchParams();
+  for (const [k, v] of Object.entries(state)) if (v) h.set(k, v);
+  history.replaceState(null, '', `#${h.toString()}`);
+}
+
+// ---- editor and controls -----------------------------------------------------
+const editor = createEditor($('#editor'), {
+  onChange: (text) => {
+    localStorage.setItem('hloscope.model', text);
+    const r = editor.repeat();
+    $('#layers').value = r ?? '';
+    $('#layers').disabled = r == null;
+    hideError();
+  },
+});
+
+async function loadExamples() {
+  const [ex, dev] = await Promise.all([get('/v1/examples'), get('/v1/devices')]);
+  for (const e of ex.examples) {
+    const o = new Option(`${e.name}${e.description ? ` — ${e.description}` : ''}`, e.name);
+    o.title = e.description || e.model;
+    $('#example').add(o);
+  }
+  for (const d of dev.devices) {
+    $('#device').add(new Option(`${d.name} · ${bytes(d.hbm_bytes)}`, d.name));
+  }
+  $('#device').options[0].text = `model's (default ${dev.default})`;
+}
+
+export async function pickExample(name) {
+  state.ex = name;
+  $('#example').value = name;
+  const model = await get(`/v1/examples/${encodeURIComponent(name)}`, { text: true });
+  editor.text = typeof model === 'string' ? model : JSON.stringify(model, null, 2);
+  writeHash();
+}
+
+function overrides() {
+  const o = {};
+  for (const k of ['loop', 'residuals', 'device', 'batch']) {
+    const v = $(`#${k}`).value.trim();
+    if (v) o[k] = v;
+  }
+  return o;
+}
+
+// ---- progress and errors ---------------------------------------------------
+let busy = 0;
+async function withProgress(label, fn) {
+  const p = $('#progress');
+  const t0 = performance.now();
+  busy++;
+  p.classList.remove('hidden');
+  const tick = () => { p.querySelector('.text').textContent = `${label} ${((performance.now() - t0) / 1000).toFixed(1)} s`; };
+  tick();
+  const timer = setInterval(tick, 100);
+  for (const b of document.querySelectorAll('.buttons button, #scaling-btn')) b.disabled = true;
+  try {
+    return await fn((l) => { label = l; tick(); });
+  } finally {
+    clearInterval(timer);
+    if (--busy === 0) {
+      p.classList.add('hidden');
+      for (const b of document.querySelectorAll('.buttons button, #scaling-btn')) b.disabled = false;
+    }
+  }
+}
+
+function hideError() {
+  $('#error').classList.add('hidden');
+  for (const c of document.querySelectorAll('.controls .bad')) c.classList.remove('bad');
+}
+
+export function showError(err, { lineOffset = 0 } = {}) {
+  const e = err instanceof ApiError ? err : new ApiError(0, { message: String(err && err.message || err) });
+  if (e.code === 'out_of_memory') { showOom(e); return; }
+  const box = $('#error');
+  let where = '';
+  if (e.line > 0) {
+    const loc = editor.showError({ ...e, line: e.line - lineOffset });
+    where = `Line ${loc ? loc.line : e.line - lineOffset}, column ${e.column}`;
+  } else if (e.path && e.path[0] === '/') {
+    const loc = editor.showError(e);
+    where = `${e.path}${loc ? ` (line ${loc.line})` : ''}`;
+  } else if (e.path && e.path[0] === '?') {
+    const c = $(`#${e.path.slice(1)}`);
+    if (c) c.classList.add('bad');
+    where = `setting ${e.path.slice(1)}`;
+  }
+  box.innerHTML = `${where ? `<span class="where" data-testid="error-where">${esc(where)}</span>: ` : ''}${esc(e.message)}` +
+    (e.code ? ` <span class="muted">(${esc(e.code)}${e.status ? `, HTTP ${e.status}` : ''})</span>` : '');
+  box.classList.remove('hidden');
+}
+
+function showOom(e) {
+  setTab('compare');
+  const msg = e.message;
+  const used = /Used ([\d.]+\w?) of ([\d.]+\w?) (\w+)/.exec(msg);
+  const rows = [...msg.matchAll(/\d+\. Size: ([^\n]+)\n\s+Operator: ([^\n]+)\n\s+Shape: ([^\n]+)/g)];
+  const el = $('#oom');
+  el.innerHTML = `<h2>Out of device memory</h2>
+    <p>${used ? `The program needs <b>${used[1]}</b> of ${used[3]} but the device has <b>${used[2]}</b>.` : esc(msg.split('\n')[0])}
+    Try <b>loop: scan</b>, <b>residuals: offload</b>, fewer layers, a smaller batch or a larger device.</p>
+    ${rows.length ? `<table><thead><tr><th>#</th><th>size</th><th>operator</th><th>shape</th></tr></thead><tbody>${rows.map((r, k) =>
+    `<tr><td>${k + 1}</td><td>${esc(r[1])}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td></tr>`).join('')}</tbody></table>` : ''}
+    <details><summary>XLA's report</summary><pre>${esc(msg)}</pre></details>`;
+  el.classList.remove('hidden');
+  for (const s of ['#summary', '#panes', '#graph-tools', '#empty', '#details']) $(s).classList.add('hidden');
+}
+
+// ---- compile / compare / run -------------------------------------------------
+export async function compile() {
+  hideError();
+  editor.clearErrors();
+  const text = editor.text;
+  const ov = overrides();
+  return withProgress(state.mode === 'stage' ? 'Compiling…' : `Compiling ${MODES[state.mode].la} and ${MODES[state.mode].lb}…`, async () => {
+    try {
+      if (state.mode === 'stage') {
+        const r = await post(`/v1/compile${query(ov)}`, text);
+        view.summaries = { [r.id]: r };
+        view.ratios = null; view.diffCounts = null;
+        Object.assign(state, { a: r.id, b: r.id });
+      } else {
+        const m = MODES[state.mode];
+        const shared = { ...ov };
+        for (const k of Object.keys(m.a)) delete shared[k];
+        // The model text goes in verbatim on its own line: syntax errors keep
+        // their column, and their line is one more than the editor's.
+        const body = `{"model":\n${text}\n,"a":${JSON.stringify(m.a)},"b":${JSON.stringify(m.b)}}`;
+        const r = await post(`/v1/compare${query(shared)}`, body);
+        view.summaries = { [r.a.id]: r.a, [r.b.id]: r.b };
+        view.ratios = r.ratios; view.diffCounts = r.diff && r.diff.counts;
+        Object.assign(state, { a: r.a.id, b: r.b.id });
+      }
+      Object.assign(state, { sel: '', expand: '', computation: '' });
+      writeHash();
+      await showResults();
+    } catch (e) {
+      showError(e, { lineOffset: state.mode === 'stage' ? 0 : 1 });
+    }
+  });
+}
+
+async function run() {
+  hideError();
+  editor.clearErrors();
+  return withProgress('Running on the emulated device…', async () => {
+    try {
+      const r = await post(`/v1/run${query(overrides())}`, editor.text);
+      state.run = r.id;
+      setTab('run');
+      await renderRun($('#run'), r);
+    } catch (e) { showError(e); }
+  });
+}
+
+// ---- before / after --------------------------------------------------------
+const panes = {};
+const timelines = {};
+let follow;
+function initPanes() {
+  const handlers = {
+    onClick: (p, id) => selectNode(p.side, id),
+    onDblClick: (p, id) => { const n = p.nodes.get(id); if (n && n.opcode === 'layer') toggleExpand(n.layer); },
+    onHover: (p, id) => hoverNode(p.side, id),
+    onViewChange: (p) => follow && follow(p, p === panes.a ? panes.b : panes.a),
+    onClusterClick: (p, id) => showCluster(p.side, id),
+  };
+  for (const s of ['a', 'b']) {
+    panes[s] = new GraphPane($(`#pane-${s} .graph`), handlers);
+    panes[s].side = s;
+    timelines[s] = new Timeline($(`#pane-${s} .timeline`), { onHover: (b) => hoverBuffer(s, b) });
+  }
+  follow = syncPanes(panes.a, panes.b);
+}
+
+const stageOf = (side) => (state.mode === 'stage' ? (side === 'a' ? 'traced' : 'optimized') : state.stage);
+const summaryOf = async (id) => view.summaries[id] || (view.summaries[id] = await get(results(id)));
+
+export async function showResults() {
+  if (!state.a || !state.b) return;
+  $('#oom').classList.add('hidden');
+  $('#empty').classList.add('hidden');
+  for (const s of ['#summary', '#panes', '#graph-tools']) $(s).classList.remove('hidden');
+  $('#stage').disabled = state.mode === 'stage';
+  $('#stage').value = state.stage;
+  $('#mode').value = state.mode;
+  let A, B;
+  try {
+    [A, B] = await Promise.all([summaryOf(state.a), summaryOf(state.b)]);
+  } catch (e) { showError(e); return; }
+  const m = MODES[state.mode];
+  $('#pane-a .pane-title').innerHTML = `A · ${esc(m.la)} <span class="tag">${esc(A.module)} · ${esc(stageOf('a'))} · ${esc(A.device)}</span>`;
+  $('#pane-b .pane-title').innerHTML = `B · ${esc(m.lb)} <span class="tag">${esc(B.module)} · ${esc(stageOf('b'))} · ${esc(B.device)}</span>`;
+  renderSummary(A, B);
+  await loadGraphs();
+  loadTimelines();
+  if (state.tab === 'hlo') showHlo();
+  if (state.tab === 'metrics') showMetrics();
+}
+
+async function loadGraphs() {
+  $('#details').classList.add('hidden');
+  $('#panes').classList.remove('with-details');
+  await Promise.all(['a', 'b'].map(async (s) => {
+    try {
+      await panes[s].load({ id: state[s], stage: stageOf(s), expand: state.expand, computation: state.computation });
+    } catch (e) {
+      panes[s].showMessage(`<b>${esc(e.code || 'error')}</b>: ${esc(e.message)}`);
+    }
+  }));
+  markDiff();
+  if (state.q) { $('#search').value = state.q; search(state.q); }
+  if (state.sel) selectNode(state.side || 'a', state.sel, { focus: true });
+}
+
+function markDiff() {
+  const A = panes.a.nodes, B = panes.b.nodes;
+  const removed = new Set([...A.keys()].filter((k) => !B.has(k)));
+  const added = new Set([...B.keys()].filter((k) => !A.has(k)));
+  const changed = new Set([...A.keys()].filter((k) => B.has(k) && (A.get(k).opcode !== B.get(k).opcode || A.get(k).shape !== B.get(k).shape)));
+  panes.a.mark({ removed, changed });
+  panes.b.mark({ added, changed });
+  $('#pane-a .pane-title').dataset.removed = removed.size;
+  $('#pane-b .pane-title').dataset.added = added.size;
+}
+
+function renderSummary(A, B) {
+  const r = view.ratios || {};
+  const cards = [];
+  const card = (label, a, b, fmt, key, apiKey) => {
+    const q = apiKey && r[apiKey] != null ? r[apiKey] : (a ? b / a : null);
+    const cls = q == null || Math.abs(q - 1) < 0.005 ? '' : q < 1 ? 'better' : 'worse';
+    cards.push(`<div class="card ${cls}" data-key="${key}"><div class="label">${label}</div>` +
+      `<div class="vals"><span class="va">${fmt(a)}</span> → <span class="vb">${fmt(b)}</span></div>` +
+      `<div class="ratio" data-testid="ratio-${key}" data-ratio="${q ?? ''}">${ratio(q)}<span class="phrase">${ratioPhrase(q)}</span></div></div>`);
+  };
+  if (state.mode === 'stage') {
+    card('instructions', A.instructions.traced, A.instructions.optimized, int, 'instructions');
+    card('computations', A.computations.traced, A.computations.optimized, int, 'computations');
+    cards.push(`<div class="card"><div class="label">trace · compile time</div><div class="vals">${seconds(A.trace_seconds)} · ${seconds(A.compile_seconds)}</div></div>`);
+    cards.push(`<div class="card"><div class="label">peak memory device · host</div><div class="vals">${bytes(A.memory.peak_device_bytes)} · ${bytes(A.memory.peak_host_bytes)}</div></div>`);
+  } else {
+    card('instructions (traced)', A.instructions.traced, B.instructions.traced, int, 'instructions_traced', 'instructions_traced');
+    card('instructions (optimized)', A.instructions.optimized, B.instructions.optimized, int, 'instructions_optimized', 'instructions_optimized');
+    card('computations', A.computations.optimized, B.computations.optimized, int, 'computations');
+    card('trace time', A.trace_seconds, B.trace_seconds, seconds, 'trace_seconds', 'trace_seconds');
+    card('compile time', A.compile_seconds, B.compile_seconds, seconds, 'compile_seconds', 'compile_seconds');
+    card('peak device memory', A.memory.peak_device_bytes, B.memory.peak_device_bytes, bytes, 'peak_device_bytes', 'peak_device_bytes');
+    card('peak host memory', A.memory.peak_host_bytes, B.memory.peak_host_bytes, bytes, 'peak_host_bytes');
+  }
+  const dc = view.diffCounts;
+  $('#summary').innerHTML = `<div class="cards">${cards.join('')}</div>
+    <div class="summary-line"><span>compile time per pass — A: <span class="passes" data-side="a">…</span>${state.a === state.b ? '' : ` · B: <span class="passes" data-side="b">…</span>`}</span>` +
+    (dc ? `<span data-testid="diff-counts">optimized HLO by name: <b style="color:#2e7d32">${int(dc.added)} added</b>, <b style="color:#c62828">${int(dc.removed)} removed</b>, <b style="color:#ef6c00">${int(dc.changed)} changed</b>, ${int(dc.unchanged)} unchanged</span>` : '') + '</div>';
+  // Per-pass compile time (slowest three) from each result's metrics.
+  for (const s of ['a', 'b']) {
+    get(`${results(state[s])}/metrics`).then((mx) => {
+      const passes = (mx.compile_report && mx.compile_report.passes || []).slice().sort((x, y) => y.seconds - x.seconds).slice(0, 3);
+      const cell = $(`#summary .passes[data-side="${s}"]`);
+      if (cell) cell.innerHTML = passes.map((p) => `${esc(p.name)} ${seconds(p.seconds)}`).join(', ');
+    }).catch(() => {});
+  }
+}
+
+async function loadTimelines() {
+  for (const s of ['a', 'b']) {
+    timelines[s].clear('loading memory…');
+    if (state.mode === 'stage' && s === 'a') { timelines[s].clear('Buffer assignment runs on the optimized module: see B.'); continue; }
+    try {
+      const mem = await get(`${results(state[s])}/memory.json`);
+      timelines[s].render(mem);
+    } catch (e) { timelines[s].clear(`memory: ${e.message}`); }
+  }
+}
+
+// Linking buffers and nodes.
+function hoverBuffer(side, b) {
+  const p = panes[side];
+  const id = b ? p.nodeFor(b.instruction, b.op_name) : null;
+  p.setClass('hl', id ? [id] : []);
+  $(`#pane-${side}`).dataset.hl = id || '';
+}
+function hoverNode(side, id) {
+  const n = id && panes[side].nodes.get(id);
+  if (!n) { timelines[side].highlight(null); return; }
+  const pred = n.opcode === 'layer' ? (b) => layerKey(b.op_name) === n.layer : (b) => b.instruction === n.name;
+  timelines[side].highlight(pred);
+}
+
+// Details of a node.
+async function selectNode(side, id, { focus = false } = {}) {
+  const p = panes[side];
+  const n = p.nodes.get(id);
+  for (const s of ['a', 'b']) panes[s].setClass('selected', []);
+  if (!n) return;
+  p.setClass('selected', [id]);
+  const other = panes[side === 'a' ? 'b' : 'a'];
+  if (other.nodes.has(id)) other.setClass('selected', [id]);
+  Object.assign(state, { sel: id, side });
+  writeHash();
+  if (focus) p.focus(id);
+  const chips = (ids) => (ids || []).map((x) => `<a data-node="${esc(x)}">${esc(p.nodes.get(x) ? p.nodes.get(x).name : x)}</a>`).join('') || '<span class="muted">none</span>';
+  const d = $('#details');
+  const isLayer = n.opcode === 'layer';
+  d.innerHTML = `<h3><span data-testid="details-name">${esc(n.name)}</span><button class="small" id="details-close">✕</button></h3>
+    <dl>
+      <dt>pane</dt><dd>${side.toUpperCase()} · ${esc(MODES[state.mode][`l${side}`])} · ${esc(stageOf(side))}</dd>
+      <dt>opcode</dt><dd data-testid="details-opcode">${esc(n.opcode)} <span class="muted">(${esc(n.category)})</span></dd>
+      ${n.shape ? `<dt>shape</dt><dd data-testid="details-shape">${esc(n.shape)}</dd>` : ''}
+      <dt>bytes</dt><dd data-testid="details-bytes">${bytes(n.bytes)} <span class="muted">(${int(n.bytes)})</span></dd>
+      <dt>op_name</dt><dd>${esc(n.op_name || '–')}</dd>
+      <dt>layer</dt><dd>${esc(n.layer || '–')}</dd>
+      <dt>computation</dt><dd>${esc(n.computation)}</dd>
+      ${isLayer ? `<dt>contains</dt><dd>${int(n.collapsed_count)} instructions</dd>` : ''}
+      <dt>operands</dt><dd class="chips">${chips(p.ops.operands.get(id))}</dd>
+      <dt>users</dt><dd class="chips">${chips(p.ops.users.get(id))}</dd>
+    </dl>
+    ${isLayer ? `<p><button class="primary small" id="details-expand">Expand ${esc(n.layer)}</button> <span class="muted">(or double-click the node)</span></p>`
+    : '<pre data-testid="details-hlo">…</pre>'}
+    ${n.layer && !isLayer && state.expand.split(',').includes(n.layer) ? `<button class="small" id="details-collapse">Collapse ${esc(n.layer)}</button>` : ''}`;
+  d.classList.remove('hidden');
+  $('#panes').classList.add('with-details');
+  $('#details-close').onclick = hideDetails;
+  if ($('#details-expand')) $('#details-expand').onclick = () => toggleExpand(n.layer);
+  if ($('#details-collapse')) $('#details-collapse').onclick = () => toggleExpand(n.layer);
+  for (const a of d.querySelectorAll('a[data-node]')) a.onclick = () => selectNode(side, a.dataset.node, { focus: true });
+  if (!isLayer) {
+    try {
+      const hlo = await get(`${results(p.id)}/hlo?stage=${stageOf(side)}`, { text: true });
+      const re = new RegExp(`^\\s*(ROOT )?%?${n.name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} = .*$`, 'm');
+      const line = re.exec(hlo);
+      const pre = d.querySelector('pre[data-testid="details-hlo"]');
+      if (pre) pre.textContent = line ? line[0].trim() : '(not in the HLO text of this stage)';
+    } catch { /* keep the placeholder */ }
+  }
+}
+function hideDetails() {
+  $('#details').classList.add('hidden');
+  $('#panes').classList.remove('with-details');
+  for (const s of ['a', 'b']) panes[s] && panes[s].setClass('selected', []);
+  if (state.sel) { state.sel = ''; writeHash(); }
+}
+function showCluster(side, id) {
+  const c = (panes[side].data.clusters || []).find((x) => x.id === id);
+  if (!c) return;
+  const d = $('#details');
+  d.innerHTML = `<h3><span>${esc(c.computation)}</span><button class="small" id="details-close">✕</button></h3>
+    <dl><dt>cluster</dt><dd>${esc(c.id)}</dd><dt>called by</dt><dd>${esc(c.caller || '–')}</dd><dt>instructions</dt><dd>${int(c.nodes.length)}</dd></dl>
+    <p><button class="primary small" id="only-comp">Show only this computation</button></p>`;
+  d.classList.remove('hidden');
+  $('#panes').classList.add('with-details');
+  $('#details-close').onclick = hideDetails;
+  $('#only-comp').onclick = () => { state.computation = c.computation; state.sel = ''; writeHash(); loadGraphs(); };
+}
+
+function toggleExpand(layer) {
+  const set = new Set(state.expand.split(',').filter(Boolean));
+  if (set.has(layer)) set.delete(layer); else set.add(layer);
+  state.expand = [...set].join(',');
+  state.sel = '';
+  writeHash();
+  withProgress(`Rendering ${layer}…`, () => loadGraphs());
+}
+
+function search(q) {
+  state.q = q;
+  writeHash();
+  let total = 0, first = null;
+  for (const s of ['a', 'b']) {
+    const hits = panes[s].search(q);
+    total += hits.length;
+    if (!first && hits.length) first = [s, hits[0]];
+  }
+  $('#search-count').textContent = q ? `${total} match${total === 1 ? '' : 'es'}` : '';
+  return first;
+}
+
+// ---- other tabs --------------------------------------------------------------
+function setTab(tab) {
+  state.tab = tab;
+  writeHash();
+  for (const b of document.querySelectorAll('.tabs button')) b.classList.toggle('active', b.dataset.tab === tab);
+  for (const p of document.querySelectorAll('.tab-page')) p.classList.toggle('hidden', p.id !== `page-${tab}`);
+  if (tab === 'hlo') showHlo();
+  if (tab === 'metrics') showMetrics();
+  if (tab === 'compare') for (const s of ['a', 'b']) timelines[s].resize();
+}
+async function showHlo() {
+  if (!state.a) return;
+  const sa = stageOf('a'), sb = stageOf('b');
+  $('#hlo-title').textContent = `A (${MODES[state.mode].la}, ${sa}) → B (${MODES[state.mode].lb}, ${sb})`;
+  try {
+    const [ta, tb] = await Promise.all([get(`${results(state.a)}/hlo?stage=${sa}`, { text: true }), get(`${results(state.b)}/hlo?stage=${sb}`, { text: true })]);
+    renderHloDiff($('#hlo-diff'), ta, tb, $('#hlo-only-changes').checked);
+  } catch (e) { $('#hlo-diff').textContent = e.message; }
+}
+async function showMetrics() {
+  if (!state.a) return;
+  try {
+    const [ma, mb, A, B] = await Promise.all([get(`${results(state.a)}/metrics`), get(`${results(state.b)}/metrics`), summaryOf(state.a), summaryOf(state.b)]);
+    renderMetrics($('#metrics'), { ma, mb, A, B, la: MODES[state.mode].la, lb: MODES[state.mode].lb, same: state.a === state.b });
+  } catch (e) { $('#metrics').textContent = e.message; }
+}
+
+// ---- wiring ------------------------------------------------------------------
+async function main() {
+  readHash();
+  initPanes();
+  $('#mode').value = state.mode;
+  for (const b of document.querySelectorAll('.tabs button')) b.onclick = () => setTab(b.dataset.tab);
+  $('#compile-btn').onclick = compile;
+  $('#run-btn').onclick = run;
+  $('#example').onchange = (e) => e.target.value && pickExample(e.target.value);
+  $('#layers').onchange = (e) => { const n = parseInt(e.target.value, 10); if (n >= 1) editor.setRepeat(n); };
+  $('#mode').onchange = (e) => { state.mode = e.target.value; writeHash(); if (state.a) compile(); };
+  $('#stage').onchange = (e) => { state.stage = e.target.value; state.sel = ''; writeHash(); showResults(); };
+  $('#collapse-all').onclick = () => { state.expand = ''; state.computation = ''; state.sel = ''; writeHash(); loadGraphs(); };
+  $('#fit-btn').onclick = () => { for (const s of ['a', 'b']) if (panes[s].pz) { panes[s].pz.fit(); panes[s].pz.center(); panes[s].home = { pan: panes[s].pz.getPan(), zoom: panes[s].pz.getZoom() }; } };
+  $('#search').oninput = (e) => search(e.target.value);
+  $('#search').onkeydown = (e) => { if (e.key === 'Enter') { const f = search(e.target.value); if (f) selectNode(f[0], f[1], { focus: true }); } };
+  $('#hlo-only-changes').onchange = showHlo;
+  $('#share-btn').onclick = async () => {
+    writeHash();
+    try { await navigator.clipboard.writeText(location.href); $('#share-btn').textContent = 'Link copied'; } catch { $('#share-btn').textContent = 'Link is in the address bar'; }
+    setTimeout(() => { $('#share-btn').textContent = 'Copy link'; }, 2000);
+  };
+  $('#scaling-btn').onclick = () => withProgress('Measuring…', (label) => measureScaling($('#scaling-chart'), $('#scaling-table'), editor.text, overrides(), label).catch(showError));
+  $('#tour-btn').onclick = () => startTour({ pickExample, compile, setTab, setMode: (m) => { state.mode = m; $('#mode').value = m; }, state, view });
+  window.addEventListener('resize', () => { for (const s of ['a', 'b']) timelines[s].resize(); });
+  let rt;
+  window.addEventListener('resize', () => { clearTimeout(rt); rt = setTimeout(() => { for (const s of ['a', 'b']) panes[s].fitView(); }, 200); });
+
+  await loadExamples().catch(showError);
+  const saved = localStorage.getItem('hloscope.model');
+  if (state.ex && !saved) await pickExample(state.ex);
+  else if (saved) { editor.text = saved; $('#example').value = state.ex; }
+  else await pickExample('seed_64_linear').catch(() => {});
+  setTab(state.tab);
+  if (state.a && state.b) await showResults();
+  document.body.dataset.ready = '1';
+}
+
+window.hloscope = { state, view, panes, timelines, editor };
+main();

@@ -1,0 +1,84 @@
+// Guided tour for teaching (driver.js): the seed example, compiled unrolled
+// and scanned, then with residuals saved and offloaded; every step quotes the
+// figure just measured.
+import { driver } from 'driver.js';
+import 'driver.js/dist/driver.css';
+import { bytes, seconds, int, ratio } from './format.js';
+
+export function startTour(app) {
+  const S = () => [app.view.summaries[app.state.a], app.view.summaries[app.state.b]];
+  const fill = (html) => (pop) => { pop.description.innerHTML = html(); };
+  const runThen = (fn) => async () => { d.getActiveElement()?.blur?.(); await fn(); d.moveNext(); };
+  const d = driver({
+    showProgress: true,
+    allowClose: true,
+    popoverClass: 'hs-tour',
+    steps: [
+      {
+        element: '#editor',
+        popover: {
+          title: '1 · The model',
+          description: 'The seed example: <b>64 identical Linear(1024, 1024) layers</b> on a [1, 1024] input. PyTorch/XLA traces it into HLO; the compiler then optimizes it.',
+          onNextClick: runThen(async () => { app.setMode('loop'); await app.compile(); }),
+        },
+        onHighlightStarted: () => app.pickExample('seed_64_linear'),
+      },
+      {
+        element: '#summary',
+        popover: {
+          title: '2 · scan_layers: one layer, traced once',
+          onPopoverRender: fill(() => {
+            const [a, b] = S();
+            if (!a || !b) return 'Compile first.';
+            return `Unrolled, the compiler sees <b>${int(a.instructions.optimized)}</b> instructions; with scan it sees <b>${int(b.instructions.optimized)}</b> ` +
+              `(<b>${ratio(b.instructions.optimized / a.instructions.optimized)}</b>). Tracing took ${seconds(a.trace_seconds)} vs ${seconds(b.trace_seconds)}, ` +
+              `compiling ${seconds(a.compile_seconds)} vs ${seconds(b.compile_seconds)}.`;
+          }),
+        },
+      },
+      {
+        element: '#panes',
+        popover: {
+          title: '3 · Before and after',
+          description: 'Left: the unrolled program, one box per layer. Right: a <b>while</b> loop whose body is the layer, run 64 times. Scroll to zoom, drag to pan: both sides move together. Click a node for its HLO.',
+        },
+      },
+      {
+        element: '#pane-b .timeline',
+        popover: {
+          title: '4 · Device memory',
+          onPopoverRender: fill(() => {
+            const [a, b] = S();
+            if (!a || !b) return '';
+            return `Peak device memory: unrolled <b>${bytes(a.memory.peak_device_bytes)}</b>, scan <b>${bytes(b.memory.peak_device_bytes)}</b>. ` +
+              'The weights are there either way (stacked into one [64, …] tensor for scan). Hover a buffer to find its instruction.';
+          }),
+          onNextClick: runThen(async () => { app.setMode('residuals'); await app.compile(); }),
+        },
+      },
+      {
+        element: '#summary',
+        popover: {
+          title: '5 · Host offloading',
+          onPopoverRender: fill(() => {
+            const [a, b] = S();
+            if (!a || !b) return '';
+            const same = a.memory.peak_device_bytes === b.memory.peak_device_bytes;
+            return `Residuals saved on the device: peak <b>${bytes(a.memory.peak_device_bytes)}</b>; offloaded to host: <b>${bytes(b.memory.peak_device_bytes)}</b> on the device and <b>${bytes(b.memory.peak_host_bytes)}</b> on the host.` +
+              (same ? ' <i>Measured: no difference for this forward-only compile — residuals exist only when the step is differentiated.</i>' : '');
+          }),
+        },
+      },
+      {
+        element: '[data-tab="scaling"]',
+        popover: {
+          title: '6 · Compile time vs depth',
+          description: 'Open <b>Compile scaling</b> and press <b>Measure</b>: the same block compiled with 1 to 64 layers. Unrolled grows with depth; scan stays flat.',
+          onNextClick: () => { app.setTab('scaling'); d.moveNext(); },
+        },
+      },
+    ],
+  });
+  d.drive();
+  return d;
+}

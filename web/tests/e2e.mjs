@@ -1,0 +1,251 @@
+// End-to-end test of the browser explorer: starts `hloscope serve` on an
+// ephemeral loopback port with a temporary --data dir, drives Debian's
+// chromium headless with playwright-core, and saves a screenshot per step.
+//   node tests/e2e.mjs --server build/hloscope --examples examples \
+//        --web web/dist --out build/web-artefacts
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import assert from 'node:assert/strict';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
+const here = new URL('..', import.meta.url).pathname;
+const SERVER = resolve(args.server || join(here, '../build/hloscope'));
+const EXAMPLES = resolve(args.examples || join(here, '../examples'));
+const WEB = resolve(args.web || join(here, 'dist'));
+const OUT = resolve(args.out || join(here, '../build/web-artefacts'));
+const CHROMIUM = args.chromium || '/usr/bin/chromium';
+mkdirSync(OUT, { recursive: true });
+if (!existsSync(join(WEB, 'index.html'))) {
+  console.error(`[web] ${WEB}/index.html is missing: run  cd web && npm ci && npm run build`);
+  process.exit(1);
+}
+const { chromium } = await import('playwright-core').catch(() => {
+  console.error('[web] playwright-core is missing: run  cd web && npm ci');
+  process.exit(1);
+});
+
+const tmp = mkdtempSync(join(tmpdir(), 'hloscope-web-'));
+let server, browser, page;
+const errors = [];
+const log = (...m) => console.log('[web]', ...m);
+
+function startServer() {
+  return new Promise((ok, fail) => {
+    server = spawn(SERVER, ['serve', '--port', '0', '--bind', '127.0.0.1', '--data', join(tmp, 'data'),
+      '--examples', EXAMPLES, '--web', WEB], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    const t = setTimeout(() => fail(new Error(`server did not start: ${out}`)), 20000);
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /serving (http:\/\/[^/\s]+)\//.exec(out);
+      if (m) { clearTimeout(t); ok(m[1]); }
+    });
+    server.stderr.on('data', (d) => process.stderr.write(`[server] ${d}`));
+    server.on('exit', (c) => { clearTimeout(t); fail(new Error(`server exited ${c}: ${out}`)); });
+  });
+}
+
+async function stopServer() {
+  if (!server || server.exitCode != null) return;
+  await new Promise((ok) => { server.removeAllListeners('exit'); server.on('exit', ok); server.kill('SIGTERM'); setTimeout(() => { server.kill('SIGKILL'); ok(); }, 15000); });
+}
+
+let step = 0;
+async function shot(page, name) {
+  step++;
+  const file = join(OUT, `${String(step).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  log('screenshot', file);
+}
+
+async function compiled(page) {
+  await page.waitForFunction(() => !document.querySelector('#progress:not(.hidden)'), null, { timeout: 60000 });
+}
+
+async function main() {
+  const base = await startServer();
+  log('server', base);
+  // A fresh profile (--user-data-dir) per run, as playwright wants it given.
+  const ctx = await chromium.launchPersistentContext(join(tmp, 'chromium'), {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport: { width: 1600, height: 1000 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  browser = ctx;
+  page = ctx.pages()[0] || await ctx.newPage();
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+
+  // 1. The page loads with its examples and devices.
+  await page.goto(`${base}/`);
+  await page.waitForSelector('body[data-ready="1"]');
+  assert.ok(await page.locator('#example option[value="seed_64_linear"]').count(), 'examples menu lists the seed');
+  assert.ok(await page.locator('#device option[value="tpu-v5e"]').count(), 'device menu lists tpu-v5e');
+
+  // 2. Pick the seed example.
+  await page.selectOption('#example', 'seed_64_linear');
+  await page.waitForFunction(() => window.hloscope.editor.text.includes('seed-scan-layers'));
+  assert.equal(await page.inputValue('#layers'), '64');
+  await shot(page, 'seed-loaded');
+
+  // 3. Compile both ways; the ratio shown is the API's.
+  await page.selectOption('#mode', 'loop');
+  await page.click('#compile-btn');
+  await page.waitForSelector('#progress:not(.hidden)', { timeout: 5000 }).catch(() => {});
+  await compiled(page);
+  await page.waitForSelector('#pane-a .graph svg g.node');
+  await page.waitForSelector('#pane-b .graph svg g.node');
+  const seed = await (await fetch(`${base}/v1/examples/seed_64_linear`)).text();
+  const api = await (await fetch(`${base}/v1/compare`, { method: 'POST', body: `{"model": ${seed}, "a": {"loop": "unrolled"}, "b": {"loop": "scan"}}` })).json();
+  for (const key of ['instructions_optimized', 'instructions_traced', 'peak_device_bytes', 'compile_seconds']) {
+    const cell = page.locator(`[data-testid="ratio-${key}"]`);
+    const shown = Number(await cell.getAttribute('data-ratio'));
+    assert.ok(Math.abs(shown - api.ratios[key]) <= 1e-12 * Math.max(1, Math.abs(api.ratios[key])), `${key}: shown ${shown}, API ${api.ratios[key]}`);
+    const text = await cell.textContent();
+    assert.ok(text.startsWith(`${Number(api.ratios[key].toPrecision(3))}×`), `${key} text '${text}' vs ${api.ratios[key]}`);
+  }
+  const instrA = await page.locator(`[data-key="instructions_optimized"] .va`).textContent();
+  assert.equal(instrA.replace(/,/g, ''), String(api.a.instructions.optimized));
+  log('ratio instructions_optimized', api.ratios.instructions_optimized);
+  assert.ok(await page.locator('#pane-a g.node.diff-removed').count() > 0, 'removed nodes marked in A');
+  assert.ok(await page.locator('#pane-b g.node.diff-added').count() > 0, 'added nodes marked in B');
+  await shot(page, 'compare-unrolled-vs-scan');
+
+  // 4. Click a node: its details.
+  const dotId = await page.evaluate(() => [...window.hloscope.panes.b.nodes.values()].find((n) => n.opcode === 'dot').id);
+  await page.locator(`#pane-b g.node[id="${dotId}"]`).click();
+  await page.waitForSelector('#details:not(.hidden)');
+  assert.equal(await page.textContent('[data-testid="details-name"]'), dotId);
+  assert.match(await page.textContent('[data-testid="details-opcode"]'), /^dot/);
+  await page.waitForFunction((id) => (document.querySelector('[data-testid="details-hlo"]') || {}).textContent?.includes(`${id} = `), dotId);
+  assert.match(await page.textContent('[data-testid="details-shape"]'), /^f32\[/);
+  await shot(page, 'node-details');
+
+  // 5. Hover a buffer in A's memory timeline: its node lights up in A's graph.
+  const pos = await page.evaluate(() => {
+    const p = window.hloscope.timelines.a.plots[0];
+    // A layer's buffer drawn in the middle of the stack (clear of the axes).
+    const top = Math.max(...p.bufs.map((x) => x._off + x.bytes));
+    const b = p.bufs.filter((x) => x.op_name && x.op_name.startsWith('layers.') && Math.abs(x._off + x.bytes / 2 - top / 2) < top / 4)
+      .sort((x, y) => y.bytes - x.bytes)[0];
+    const r = p.u.over.getBoundingClientRect();
+    return { x: r.left + p.u.valToPos((b.start + b.end) / 2, 'x'), y: r.top + p.u.valToPos(b._off + b.bytes / 2, 'y'), name: b.name, instruction: b.instruction, op_name: b.op_name };
+  });
+  await page.mouse.move(pos.x, pos.y);
+  await page.waitForFunction(() => document.querySelector('#pane-a').dataset.hl);
+  const hl = await page.evaluate(() => document.querySelector('#pane-a').dataset.hl);
+  assert.ok(await page.locator(`#pane-a g.node.hl[id="${hl}"]`).count() === 1, `node ${hl} highlighted`);
+  // Boxes are a few pixels high: check against the buffer actually under the mouse.
+  const hot = await page.evaluate(() => { const h = window.hloscope.timelines.a.plots[0].hot; return h && { name: h.name, op_name: h.op_name }; });
+  assert.ok(hot && hot.op_name.startsWith('layers.'), `a layer's buffer under the mouse (aimed at ${pos.name})`);
+  assert.equal(hl, `layer:${/^(layers\.\d+)/.exec(hot.op_name)[1]}`);
+  assert.ok((await page.textContent('[data-testid="buffer-hover"]')).includes(hot.name));
+  await shot(page, 'buffer-hover');
+  // ... and the reverse: hovering that node highlights its buffers.
+  await page.mouse.move(10, 10);
+  await page.evaluate((id) => window.hloscope.panes.a.focus(id), hl);
+  await page.locator(`#pane-a g.node[id="${hl}"]`).hover();
+  await page.waitForFunction(() => Number(document.querySelector('#pane-a .timeline').dataset.highlighted) > 0);
+  await shot(page, 'node-hover-buffers');
+
+  // 6. The URL restores the view after a reload and in a new tab.
+  const url = page.url();
+  assert.match(url, /#.*a=[0-9a-f]{32}.*b=[0-9a-f]{32}/);
+  const fresh = await ctx.newPage();
+  await fresh.goto(url);
+  await fresh.waitForSelector('body[data-ready="1"]');
+  await fresh.waitForSelector('#pane-b g.node.selected');
+  assert.equal(await fresh.getAttribute('[data-testid="ratio-instructions_optimized"]', 'data-ratio'), String(api.ratios.instructions_optimized));
+  assert.equal(await fresh.textContent('[data-testid="details-name"]'), dotId);
+  await shot(fresh, 'shared-url-restored');
+  await fresh.close();
+
+  // 7. Traced vs optimized and expanding a layer in the unrolled view.
+  await page.locator('#details-close').click();
+  await page.selectOption('#mode', 'stage');
+  await compiled(page);
+  await page.waitForSelector('#pane-a g.node');
+  await shot(page, 'traced-vs-optimized');
+  await page.selectOption('#mode', 'loop');
+  await compiled(page);
+  await page.locator('#pane-a g.node[id="layer:layers.3"]').dblclick();
+  await page.waitForFunction(() => window.hloscope.state.expand === 'layers.3' && !document.querySelector('#progress:not(.hidden)'));
+  await page.waitForSelector('#pane-a g.node');
+  assert.equal(await page.locator('#pane-a g.node[id="layer:layers.3"]').count(), 0, 'layers.3 expanded');
+  await page.fill('#search', 'layers.3/');
+  assert.match(await page.textContent('#search-count'), /^[1-9]\d* match/);
+  await shot(page, 'expanded-layer-search');
+  await page.fill('#search', '');
+
+  // 8. HLO diff and metrics tabs.
+  await page.click('[data-tab="hlo"]');
+  await page.waitForSelector('[data-testid="hlo-counts"]');
+  await shot(page, 'hlo-diff');
+  await page.click('[data-tab="metrics"]');
+  await page.waitForSelector('[data-testid="passes"]');
+  await shot(page, 'metrics');
+  await page.click('[data-tab="compare"]');
+
+  // 9. An invalid model: the error at its line, in the editor and the message.
+  const bad = seed.replace('"features": 1024', '"featurs": 1024');
+  const badLine = bad.split('\n').findIndex((l) => l.includes('featurs')) + 1;
+  await page.evaluate((t) => { window.hloscope.editor.text = t; }, bad);
+  await page.click('#compile-btn');
+  await page.waitForSelector('#error:not(.hidden)');
+  assert.match(await page.textContent('#error'), /featurs/);
+  assert.match(await page.textContent('[data-testid="error-where"]'), new RegExp(`line ${badLine}\\)`));
+  const marked = await page.evaluate(() => [...document.querySelectorAll('.cm-lintRange-error')].map((e) => e.closest('.cm-line').textContent));
+  assert.ok(marked.length && marked[0].includes('featurs'), `lint mark on the featurs line: ${marked}`);
+  await shot(page, 'invalid-model-path');
+  // A syntax error: the line and column the server reports, in editor lines.
+  const lines = seed.split('\n');
+  const k = lines.findIndex((l) => l.includes('"seed"'));
+  lines[k] = lines[k].replace(/,\s*$/, '');
+  await page.evaluate((t) => { window.hloscope.editor.text = t; }, lines.join('\n'));
+  await page.click('#compile-btn');
+  await page.waitForSelector('#error:not(.hidden)');
+  assert.match(await page.textContent('[data-testid="error-where"]'), new RegExp(`^Line ${k + 2}, column`));
+  const synLine = await page.evaluate(() => document.querySelector('.cm-lintRange-error').closest('.cm-line').textContent);
+  assert.equal(synLine.trim(), lines[k + 1].trim());
+  await shot(page, 'invalid-model-syntax');
+
+  // 10. Out of memory: a clear message with the largest buffers.
+  await page.selectOption('#example', 'decoder_50x256');
+  await page.waitForFunction(() => window.hloscope.editor.text.includes('decoder-50x256'));
+  await page.selectOption('#device', 'teach-16m');
+  await page.click('#compile-btn');
+  await page.waitForSelector('#oom:not(.hidden)');
+  assert.match(await page.textContent('#oom'), /Out of device memory/);
+  assert.ok(await page.locator('#oom table tbody tr').count() >= 1, 'largest buffers listed');
+  await shot(page, 'out-of-memory');
+  await page.selectOption('#device', '');
+
+  // 11. Compile scaling, measured live.
+  await page.selectOption('#example', 'seed_64_linear');
+  await page.waitForFunction(() => window.hloscope.editor.text.includes('seed-scan-layers'));
+  await page.click('[data-tab="scaling"]');
+  await page.click('#scaling-btn');
+  await page.waitForSelector('#scaling-table tr[data-l="64"]', { timeout: 120000 });
+  await compiled(page);
+  await shot(page, 'compile-scaling');
+
+  // 12. The guided tour's first measured step.
+  await page.click('[data-tab="compare"]');
+  await page.click('#tour-btn');
+  await page.waitForSelector('.driver-popover');
+  await page.click('.driver-popover-next-btn');
+  await page.waitForFunction(() => document.querySelector('.driver-popover-title')?.textContent.startsWith('2'), null, { timeout: 60000 });
+  assert.match(await page.textContent('.driver-popover-description'), /instructions; with scan it sees/);
+  await shot(page, 'tour-scan');
+
+  assert.deepEqual(errors.filter((e) => !/status of 4\d\d/.test(e)), [], 'no page errors');
+  log(`ok: ${step} screenshots in ${OUT}`);
+}
+
+main().then(async () => { await browser?.close(); await stopServer(); rmSync(tmp, { recursive: true, force: true }); process.exit(0); },
+  async (e) => { console.error(e); console.error('page errors:', errors); if (page) await page.screenshot({ path: join(OUT, 'failure.png') }).catch(() => {}); await browser?.close().catch(() => {}); await stopServer(); rmSync(tmp, { recursive: true, force: true }); process.exit(1); });
