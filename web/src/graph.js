@@ -126,11 +126,13 @@ export class GraphPane {
     return hits;
   }
 
-  /** Pans so that node id is in the middle of the pane. */
-  focus(id) {
+  /** Pans so that node id is in the middle of the pane (only when it is out
+   * of sight if ifHidden). */
+  focus(id, { ifHidden = false } = {}) {
     const g = this.el(id);
     if (!g || !this.pz) return;
     const r = g.getBoundingClientRect(), s = this.svg.getBoundingClientRect();
+    if (ifHidden && r.top >= s.top && r.bottom <= s.bottom && r.left >= s.left && r.right <= s.right) return;
     this.pz.panBy({ x: s.left + s.width / 2 - (r.left + r.width / 2), y: s.top + s.height / 2 - (r.top + r.height / 2) });
   }
 

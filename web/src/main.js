@@ -58,7 +58,8 @@ async function loadExamples() {
   for (const d of dev.devices) {
     $('#device').add(new Option(`${d.name} · ${bytes(d.hbm_bytes)}`, d.name));
   }
-  $('#device').options[0].text = `model's (default ${dev.default})`;
+  $('#device').options[0].text = `model's (${dev.default})`;
+  view.devices = dev.devices;
 }
 
 export async function pickExample(name) {
@@ -105,9 +106,9 @@ function hideError() {
   for (const c of document.querySelectorAll('.controls .bad')) c.classList.remove('bad');
 }
 
-export function showError(err, { lineOffset = 0 } = {}) {
+export function showError(err, { lineOffset = 0, ...ctx } = {}) {
   const e = err instanceof ApiError ? err : new ApiError(0, { message: String(err && err.message || err) });
-  if (e.code === 'out_of_memory') { showOom(e); return; }
+  if (e.code === 'out_of_memory') { showOom(e, ctx); return; }
   const box = $('#error');
   let where = '';
   if (e.line > 0) {
@@ -126,7 +127,7 @@ export function showError(err, { lineOffset = 0 } = {}) {
   box.classList.remove('hidden');
 }
 
-function showOom(e) {
+function showOom(e, ctx = {}) {
   setTab('compare');
   const msg = e.message;
   const used = /Used ([\d.]+\w?) of ([\d.]+\w?) (\w+)/.exec(msg);
@@ -135,11 +136,34 @@ function showOom(e) {
   el.innerHTML = `<h2>Out of device memory</h2>
     <p>${used ? `The program needs <b>${used[1]}</b> of ${used[3]} but the device has <b>${used[2]}</b>.` : esc(msg.split('\n')[0])}
     Try <b>loop: scan</b>, <b>residuals: offload</b>, fewer layers, a smaller batch or a larger device.</p>
-    ${rows.length ? `<table><thead><tr><th>#</th><th>size</th><th>operator</th><th>shape</th></tr></thead><tbody>${rows.map((r, k) =>
+    ${rows.length ? `<table class="xla-rows"><thead><tr><th>#</th><th>size</th><th>operator</th><th>shape</th></tr></thead><tbody>${rows.map((r, k) =>
     `<tr><td>${k + 1}</td><td>${esc(r[1])}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td></tr>`).join('')}</tbody></table>` : ''}
     <details><summary>XLA's report</summary><pre>${esc(msg)}</pre></details>`;
   el.classList.remove('hidden');
   for (const s of ['#summary', '#panes', '#graph-tools', '#empty', '#details']) $(s).classList.add('hidden');
+  if (ctx.text != null) largestAtPeak(el, e, ctx);
+}
+
+// XLA's report lists few allocations: compile the same model for the largest
+// device preset (compile allocates nothing) and list the buffers live at its peak.
+async function largestAtPeak(el, e, { text, ov }) {
+  const big = (view.devices || []).slice().sort((x, y) => y.hbm_bytes - x.hbm_bytes)[0];
+  if (!big) return;
+  const variant = /^variant (a|b):/.exec(e.message);
+  const extra = variant && state.mode !== 'stage' ? MODES[state.mode][variant[1]] : {};
+  try {
+    const r = await post(`/v1/compile${query({ ...ov, ...extra, device: big.name })}`, text);
+    const mem = await get(`${results(r.id)}/memory.json`);
+    const live = (mem.peak.device.largest_live || []).slice(0, 10);
+    const box = document.createElement('div');
+    box.dataset.testid = 'oom-largest';
+    box.innerHTML = `<h3>Largest buffers live at the peak (${bytes(mem.peak.device.bytes)} at ${esc(mem.peak.device.instruction)})</h3>
+      <table><thead><tr><th>#</th><th>buffer</th><th>size</th><th>shape</th><th>op_name</th><th>kind</th></tr></thead><tbody>${live.map((b, k) =>
+      `<tr><td>${k + 1}</td><td>${esc(b.name)}</td><td>${bytes(b.bytes)}</td><td>${esc(b.shape)}</td><td>${esc(b.op_name || '')}</td><td>${esc(b.kind)}</td></tr>`).join('')}</tbody></table>
+      <p class="muted">Measured by compiling the same model for ${esc(big.name)} (${bytes(big.hbm_bytes)}).</p>`;
+    el.insertBefore(box, el.querySelector('details'));
+    el.querySelector('table.xla-rows')?.remove(); // the report's list is cut short
+  } catch { /* the report above stands */ }
 }
 
 // ---- compile / compare / run -------------------------------------------------
@@ -171,7 +195,7 @@ export async function compile() {
       writeHash();
       await showResults();
     } catch (e) {
-      showError(e, { lineOffset: state.mode === 'stage' ? 0 : 1 });
+      showError(e, { lineOffset: state.mode === 'stage' ? 0 : 1, text, ov });
     }
   });
 }
@@ -314,6 +338,7 @@ function hoverBuffer(side, b) {
   const p = panes[side];
   const id = b ? p.nodeFor(b.instruction, b.op_name) : null;
   p.setClass('hl', id ? [id] : []);
+  if (id) p.focus(id, { ifHidden: true });
   $(`#pane-${side}`).dataset.hl = id || '';
 }
 function hoverNode(side, id) {

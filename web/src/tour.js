@@ -7,7 +7,7 @@ import { bytes, seconds, int, ratio } from './format.js';
 
 export function startTour(app) {
   const S = () => [app.view.summaries[app.state.a], app.view.summaries[app.state.b]];
-  const fill = (html) => (pop) => { pop.description.innerHTML = html(); };
+  const fill = (html) => (pop) => { pop.description.innerHTML = html(); pop.description.style.display = 'block'; };
   const runThen = (fn) => async () => { d.getActiveElement()?.blur?.(); await fn(); d.moveNext(); };
   const d = driver({
     showProgress: true,
@@ -27,6 +27,7 @@ export function startTour(app) {
         element: '#summary',
         popover: {
           title: '2 · scan_layers: one layer, traced once',
+          description: 'measuring…',
           onPopoverRender: fill(() => {
             const [a, b] = S();
             if (!a || !b) return 'Compile first.';
@@ -47,6 +48,7 @@ export function startTour(app) {
         element: '#pane-b .timeline',
         popover: {
           title: '4 · Device memory',
+          description: 'measuring…',
           onPopoverRender: fill(() => {
             const [a, b] = S();
             if (!a || !b) return '';
@@ -60,6 +62,7 @@ export function startTour(app) {
         element: '#summary',
         popover: {
           title: '5 · Host offloading',
+          description: 'measuring…',
           onPopoverRender: fill(() => {
             const [a, b] = S();
             if (!a || !b) return '';

@@ -221,7 +221,8 @@ async function main() {
   await page.click('#compile-btn');
   await page.waitForSelector('#oom:not(.hidden)');
   assert.match(await page.textContent('#oom'), /Out of device memory/);
-  assert.ok(await page.locator('#oom table tbody tr').count() >= 1, 'largest buffers listed');
+  await page.waitForSelector('[data-testid="oom-largest"] tbody tr');
+  assert.ok(await page.locator('[data-testid="oom-largest"] tbody tr').count() >= 5, 'largest buffers at the peak listed');
   await shot(page, 'out-of-memory');
   await page.selectOption('#device', '');
 
@@ -241,6 +242,8 @@ async function main() {
   await page.click('.driver-popover-next-btn');
   await page.waitForFunction(() => document.querySelector('.driver-popover-title')?.textContent.startsWith('2'), null, { timeout: 60000 });
   assert.match(await page.textContent('.driver-popover-description'), /instructions; with scan it sees/);
+  assert.ok(await page.locator('.driver-popover-description').isVisible());
+  await page.waitForTimeout(600); // the popover fades in
   await shot(page, 'tour-scan');
 
   assert.deepEqual(errors.filter((e) => !/status of 4\d\d/.test(e)), [], 'no page errors');
