@@ -355,6 +355,22 @@ hs_status hs_module_move_computation_before(hs_module *m,
                                             hs_computation *callee,
                                             const hs_computation *caller);
 
+/* ------------------------------------------------------------------------ */
+/* Copying between modules (clone, inlining)                                */
+/* ------------------------------------------------------------------------ */
+
+/* Bytes of i's decoded literal: 0 when it has none or its element type is
+ * narrower than a byte (those stay as literal_text). */
+int64_t hs_instruction_literal_bytes(const hs_instruction *i);
+/* Deep copy of src (tuple elements, layout tail) into arena a. Returns
+ * false on host OOM. */
+bool hs_shape_copy(hs_arena *a, hs_shape *dst, const hs_shape *src);
+/* Copies every attribute of src into dst, allocating in dst's module arena:
+ * all fields but opcode, id, name, parent, shape, operands and called
+ * computations, which the caller sets. Returns false on host OOM. */
+bool hs_instruction_copy_attributes(hs_instruction *dst,
+                                    const hs_instruction *src);
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,83 +25,6 @@ typedef struct inliner {
     hs_instruction **by_id; /* source instruction id -> its copy */
 } inliner;
 
-static const char *dup(hs_arena *a, const char *s)
-{
-    return s ? hs_arena_strdup(a, s) : NULL;
-}
-
-static void *dup_bytes(hs_arena *a, const void *p, size_t n)
-{
-    if (!p || n == 0)
-        return NULL;
-    void *q = hs_arena_alloc(a, n);
-    if (q)
-        memcpy(q, p, n);
-    return q;
-}
-
-static bool copy_shape(hs_arena *a, hs_shape *dst, const hs_shape *src)
-{
-    *dst = *src;
-    dst->layout_tail = dup(a, src->layout_tail);
-    dst->elems = NULL;
-    if (src->dtype != HS_TUPLE || src->n_elems == 0)
-        return true;
-    dst->elems = hs_arena_alloc(a, sizeof(hs_shape) * (size_t)src->n_elems);
-    if (!dst->elems)
-        return false;
-    for (int k = 0; k < src->n_elems; k++)
-        if (!copy_shape(a, &dst->elems[k], &src->elems[k]))
-            return false;
-    return true;
-}
-
-static size_t literal_bytes(const hs_instruction *i)
-{
-    if (!i->literal || i->shape.dtype == HS_TUPLE)
-        return 0;
-    int bits = hs_dtype_bits(i->shape.dtype);
-    if (bits <= 0 || bits % 8 != 0)
-        return 0;
-    return (size_t)(hs_shape_elements(&i->shape) * (bits / 8));
-}
-
-/* Every attribute but operands and called computations. */
-static bool copy_attributes(hs_arena *a, hs_instruction *d,
-                            const hs_instruction *s)
-{
-    d->index = s->index;
-    d->n_dims = s->n_dims;
-    d->dims = dup_bytes(a, s->dims, sizeof(int64_t) * (size_t)s->n_dims);
-    d->dot = dup_bytes(a, s->dot, sizeof *s->dot);
-    d->slice = dup_bytes(a, s->slice, sizeof *s->slice);
-    d->direction = s->direction;
-    d->compare_type = dup(a, s->compare_type);
-    d->custom_call_target = dup(a, s->custom_call_target);
-    d->fusion_kind = dup(a, s->fusion_kind);
-    d->literal = dup_bytes(a, s->literal, literal_bytes(s));
-    d->literal_text = dup(a, s->literal_text);
-    d->op_type = dup(a, s->op_type);
-    d->metadata_rest = dup(a, s->metadata_rest);
-    d->frontend_attributes = dup(a, s->frontend_attributes);
-    d->backend_config = dup(a, s->backend_config);
-    d->sharding = dup(a, s->sharding);
-    d->known_trip_count = s->known_trip_count;
-    d->unknown_opcode = dup(a, s->unknown_opcode);
-    if (s->n_extra > 0) {
-        d->extra = hs_arena_alloc(a, sizeof(hs_attr) * (size_t)s->n_extra);
-        if (!d->extra)
-            return false;
-        for (int k = 0; k < s->n_extra; k++) {
-            d->extra[k].key = dup(a, s->extra[k].key);
-            d->extra[k].value = dup(a, s->extra[k].value);
-        }
-        d->n_extra = s->n_extra;
-    }
-    return !((s->n_dims && !d->dims) || (s->dot && !d->dot) ||
-             (s->slice && !d->slice) || (literal_bytes(s) && !d->literal));
-}
-
 static bool oom(inliner *in)
 {
     hs_builder_fail(in->b, HS_ERR_NOMEM, "inline: out of host memory");
@@ -154,13 +77,12 @@ static hs_instruction *copy_instruction(inliner *in, hs_computation *c,
 {
     hs_arena *a = in->dst->arena;
     hs_shape shape;
-    if (!copy_shape(a, &shape, &s->shape))
+    if (!hs_shape_copy(a, &shape, &s->shape))
         return oom(in), NULL;
     hs_instruction *d = hs_computation_add(c, s->opcode, &shape, ops,
                                            s->n_operands, NULL);
-    if (!d || !copy_attributes(a, d, s))
+    if (!d || !hs_instruction_copy_attributes(d, s))
         return oom(in), NULL;
-    d->op_name = dup(a, s->op_name);
     if (s->n_called > 0) {
         hs_computation *called[8];
         if (s->n_called > 8) {
@@ -244,8 +166,8 @@ static bool copy_body(inliner *in, const hs_computation *s, hs_computation *d)
                 di = hs_b_reduce(b, ops[0], ops[1], si->dims, si->n_dims,
                                  (hs_opcode)reducer);
                 if (di) {
-                    di->op_name = dup(in->dst->arena, si->op_name);
-                    di->metadata_rest = dup(in->dst->arena, si->metadata_rest);
+                    di->op_name = hs_arena_strdup(in->dst->arena, si->op_name);
+                    di->metadata_rest = hs_arena_strdup(in->dst->arena, si->metadata_rest);
                 }
             } else {
                 di = copy_instruction(in, d, si, ops);
@@ -291,11 +213,11 @@ static hs_computation *copy_computation(inliner *in, const hs_computation *s)
             return NULL;
         }
         hs_instruction *q = NULL;
-        if (copy_shape(in->dst->arena, &shape, &p->shape))
+        if (hs_shape_copy(in->dst->arena, &shape, &p->shape))
             q = hs_computation_add_parameter(d, k, &shape, NULL);
         if (!q)
             return oom(in), NULL;
-        q->op_name = dup(in->dst->arena, p->op_name);
+        q->op_name = hs_arena_strdup(in->dst->arena, p->op_name);
         in->by_id[p->id] = q;
     }
     if (!copy_body(in, s, d))

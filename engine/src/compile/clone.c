@@ -7,16 +7,6 @@
 #include "compile/compile_internal.h"
 #include "hloscope/hs_compile.h"
 
-int64_t hs__literal_bytes(const hs_instruction *i)
-{
-    if (!i->literal || i->shape.dtype == HS_TUPLE)
-        return 0;
-    int bits = hs_dtype_bits(i->shape.dtype);
-    if (bits <= 0 || bits % 8 != 0)
-        return 0;
-    return hs_shape_elements(&i->shape) * (bits / 8);
-}
-
 int hs__computation_position(const hs_module *m, const hs_computation *c)
 {
     if (c && c->id >= 0 && c->id < m->n_comps && m->comps[c->id] == c)
@@ -49,79 +39,6 @@ int32_t *hs__positions_by_id(const hs_module *m)
     return pos;
 }
 
-static const char *dup(hs_arena *a, const char *s)
-{
-    return s ? hs_arena_strdup(a, s) : NULL;
-}
-
-static bool copy_shape(hs_arena *a, hs_shape *dst, const hs_shape *src)
-{
-    *dst = *src;
-    dst->layout_tail = dup(a, src->layout_tail);
-    dst->elems = NULL;
-    if (src->dtype != HS_TUPLE || src->n_elems == 0)
-        return true;
-    dst->elems = hs_arena_alloc(a, sizeof(hs_shape) * (size_t)src->n_elems);
-    if (!dst->elems)
-        return false;
-    for (int k = 0; k < src->n_elems; k++)
-        if (!copy_shape(a, &dst->elems[k], &src->elems[k]))
-            return false;
-    return true;
-}
-
-static void *dup_bytes(hs_arena *a, const void *p, size_t n)
-{
-    if (!p || n == 0)
-        return NULL;
-    void *q = hs_arena_alloc(a, n);
-    if (q)
-        memcpy(q, p, n);
-    return q;
-}
-
-/* Copies every attribute of src into dst (operands and called computations
- * are set by the caller). Returns false on host OOM. */
-static bool copy_attributes(hs_arena *a, hs_instruction *dst,
-                            const hs_instruction *src)
-{
-    dst->index = src->index;
-    dst->n_dims = src->n_dims;
-    dst->dims = dup_bytes(a, src->dims, sizeof(int64_t) * (size_t)src->n_dims);
-    dst->dot = dup_bytes(a, src->dot, sizeof *src->dot);
-    dst->slice = dup_bytes(a, src->slice, sizeof *src->slice);
-    dst->direction = src->direction;
-    dst->compare_type = dup(a, src->compare_type);
-    dst->custom_call_target = dup(a, src->custom_call_target);
-    dst->fusion_kind = dup(a, src->fusion_kind);
-    dst->literal = dup_bytes(a, src->literal, (size_t)hs__literal_bytes(src));
-    dst->literal_text = dup(a, src->literal_text);
-    dst->op_name = dup(a, src->op_name);
-    dst->op_type = dup(a, src->op_type);
-    dst->metadata_rest = dup(a, src->metadata_rest);
-    dst->frontend_attributes = dup(a, src->frontend_attributes);
-    dst->backend_config = dup(a, src->backend_config);
-    dst->sharding = dup(a, src->sharding);
-    dst->known_trip_count = src->known_trip_count;
-    dst->unknown_opcode = dup(a, src->unknown_opcode);
-    dst->scratch = src->scratch;
-    if (src->n_extra > 0) {
-        dst->extra = hs_arena_alloc(a, sizeof(hs_attr) * (size_t)src->n_extra);
-        if (!dst->extra)
-            return false;
-        for (int k = 0; k < src->n_extra; k++) {
-            dst->extra[k].key = dup(a, src->extra[k].key);
-            dst->extra[k].value = dup(a, src->extra[k].value);
-        }
-        dst->n_extra = src->n_extra;
-    }
-    if ((src->n_dims && !dst->dims) || (src->dot && !dst->dot) ||
-        (src->slice && !dst->slice) ||
-        (hs__literal_bytes(src) && !dst->literal))
-        return false;
-    return true;
-}
-
 static bool clone_computation(hs_module *dst, const hs_module *src,
                               const hs_computation *sc,
                               hs_instruction **by_id)
@@ -135,7 +52,7 @@ static bool clone_computation(hs_module *dst, const hs_module *src,
     for (int k = 0; k < sc->n_instrs; k++) {
         const hs_instruction *si = sc->instrs[k];
         hs_shape shape;
-        if (!copy_shape(a, &shape, &si->shape))
+        if (!hs_shape_copy(a, &shape, &si->shape))
             return false;
         hs_instruction *i;
         if (si->opcode == HS_OP_PARAMETER && si->index >= 0 &&
@@ -161,7 +78,7 @@ static bool clone_computation(hs_module *dst, const hs_module *src,
             if (ops != ops_small)
                 free(ops);
         }
-        if (!i || !copy_attributes(a, i, si))
+        if (!i || !hs_instruction_copy_attributes(i, si))
             return false;
         i->id = si->id;
         by_id[si->id] = i;
@@ -211,7 +128,7 @@ hs_module *hs_module_clone(const hs_module *src)
     hs_module *dst = hs_module_new(src->name);
     if (!by_id || !dst)
         goto fail;
-    dst->header_attrs = dup(dst->arena, src->header_attrs);
+    dst->header_attrs = hs_arena_strdup(dst->arena, src->header_attrs);
     for (int ci = 0; ci < src->n_comps; ci++)
         if (!clone_computation(dst, src, src->comps[ci], by_id))
             goto fail;

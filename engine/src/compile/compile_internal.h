@@ -14,7 +14,6 @@
 /* Bytes of i->literal: decoded literals use the element type's natural C
  * layout, which exists only for byte-sized element types. 0 when the
  * literal is absent or not decoded. */
-int64_t hs__literal_bytes(const hs_instruction *i);
 
 /* Position of c in m->comps, or -1. c->id is tried first; it equals the
  * position unless computations were reordered after creation. */

@@ -109,7 +109,7 @@ static void put_instruction(XXH3_state_t *st, const hs_module *m,
     put_str(st, i->compare_type);
     put_str(st, i->custom_call_target);
     put_str(st, i->fusion_kind);
-    int64_t nbytes = hs__literal_bytes(i);
+    int64_t nbytes = hs_instruction_literal_bytes(i);
     put_i64(st, nbytes);
     if (nbytes)
         put(st, i->literal, (size_t)nbytes);
