@@ -5,6 +5,7 @@
 #include <stdbool.h>
 
 #include "hloscope/hs_compile.h"
+#include "hloscope/hs_device.h"
 #include "hloscope/hs_model.h"
 
 enum { HS_EXIT_OK = 0, HS_EXIT_RUNTIME = 1, HS_EXIT_USAGE = 2 };
@@ -23,6 +24,7 @@ typedef struct cli_args {
     const char *device;   /* NULL keeps the model's */
     const char *pipeline; /* NULL: the default pipeline */
     const char *dump;     /* run: directory for .npy files */
+    const char *memory;   /* run: memory timeline JSON file */
     long long batch;
     bool metrics;         /* print the metrics report */
     bool report;          /* print the compilation report */
@@ -56,6 +58,11 @@ void cli_program_free(cli_program *p);
  * the error's class. */
 int cli_report_error(const char *file, const hs_error *e);
 double cli_now_seconds(void);
+/* Writes a run's memory timeline as JSON to path (cli_train.c); 0 or -1
+ * with *e. */
+int cli_write_timeline(const char *path, const hs_memory_timeline *t,
+                       const hs_device_spec *spec, const hs_run_stats *st,
+                       hs_error *e);
 /* Trains the model after the forward run (cli_train.c); 0 or -1 with *e. */
 struct hs_device_spec;
 int cli_train(const cli_args *a, cli_program *p, const struct hs_device_spec *spec,

@@ -31,6 +31,8 @@ int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run)
             slot = &a->pipeline;
         else if (strcmp(arg, "--dump") == 0 && is_run)
             slot = &a->dump;
+        else if (strcmp(arg, "--memory") == 0 && is_run)
+            slot = &a->memory;
         else if (strcmp(arg, "--metrics") == 0) {
             a->metrics = true;
             continue;

@@ -156,8 +156,14 @@ int hs_cli_run(int argc, char **argv)
     hs_run_stats st;
     memset(&st, 0, sizeof st);
     int64_t t0 = hs_now_ns();
-    hs_status s = hs_device_run(hs_executable_module(p.exe), spec, args, n_args,
-                                &outputs, &n_outputs, &st, &e);
+    hs_memory_timeline tl = {0};
+    hs_run_options ro = {.timeline = a.memory && !a.train ? &tl : NULL};
+    hs_status s = hs_device_run_ex(hs_executable_module(p.exe), spec, args,
+                                   n_args, &outputs, &n_outputs, &ro, &st, &e);
+    if (s == HS_OK && ro.timeline &&
+        cli_write_timeline(a.memory, &tl, spec, &st, &e) != 0)
+        s = e.status;
+    hs_memory_timeline_free(&tl);
     hs_metrics_record_time(p.metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
     if (s != HS_OK) {
         rc = cli_report_error(a.file, &e);

@@ -2,6 +2,7 @@
  * training step (forward, backward, optimizer update), compiles it through
  * the same pipeline and runs N steps on the emulated device. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 #include "hloscope/hs_train.h"
@@ -12,6 +13,39 @@ static void print_step(int64_t step, float loss, const hs_run_stats *st, void *u
     printf("step %-6lld  loss=%.9g  simulated %.3f ms  peak device %lld bytes\n",
            (long long)step, (double)loss, st->sim_seconds * 1e3,
            (long long)st->peak_device_bytes);
+}
+
+int cli_write_timeline(const char *path, const hs_memory_timeline *t,
+                       const hs_device_spec *spec, const hs_run_stats *st,
+                       hs_error *e)
+{
+    char *text = hs_memory_timeline_json(t, spec, st);
+    FILE *f = text ? fopen(path, "w") : NULL;
+    bool ok = f && fputs(text, f) >= 0 && fputc('\n', f) != EOF;
+    if (f && fclose(f) != 0)
+        ok = false;
+    free(text);
+    if (!ok) {
+        hs_error_set(e, HS_ERR_IO, "cannot write the memory timeline to %s",
+                     path);
+        return -1;
+    }
+    printf("memory:       %s (%d buffers, %d transfers)\n", path,
+           t->n_buffers, t->n_transfers);
+    return 0;
+}
+
+/* What the reverse scans saved, and where. */
+static void print_residuals(const hs_train_step *ts)
+{
+    const hs_scan_vjp_report *r = ts->scan_report;
+    if (!r || r->n_loops == 0)
+        return;
+    static const char *const names[] = {"save", "remat", "offload"};
+    printf("residuals:    %s, %d scan(s): %lld bytes stacked on the device, "
+           "%lld on the host\n",
+           ts->scan.n_offload ? "save + offload list" : names[ts->scan.policy],
+           r->n_loops, (long long)r->device_bytes, (long long)r->host_bytes);
 }
 
 int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,
@@ -37,19 +71,37 @@ int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,
     printf("train step:   %lld instructions traced, %lld optimized\n",
            (long long)hs_module_instruction_count(ts->module),
            (long long)hs_module_instruction_count(hs_executable_module(exe)));
+    print_residuals(ts);
+    const hs_memory_stats *ms =
+        hs_buffers_memory_stats(hs_executable_buffers(exe));
+    printf("step memory:  device peak %lld bytes (arguments %lld, outputs "
+           "%lld, temporaries %lld), host peak %lld bytes\n",
+           (long long)ms->device.peak_bytes,
+           (long long)ms->device.argument_bytes,
+           (long long)ms->device.output_bytes,
+           (long long)ms->device.temp_bytes, (long long)ms->host.peak_bytes);
+    hs_memory_timeline tl = {0};
     hs_train_run_options ro = {.steps = a->steps,
                                .want_grads = a->dump != NULL,
                                .on_step = print_step,
-                               .module = hs_executable_module(exe)};
+                               .module = hs_executable_module(exe),
+                               .timeline = a->memory ? &tl : NULL};
     int64_t t0 = hs_now_ns();
     hs_status s = hs_train_run(ts, spec, &ro, &res, e);
     hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
     if (s != HS_OK)
         goto out;
+    printf("transfers:    %.3f ms on the host link, %.3f ms exposed (last "
+           "step)\n",
+           res.last.host_transfer_seconds * 1e3,
+           res.last.exposed_transfer_seconds * 1e3);
+    if (a->memory && cli_write_timeline(a->memory, &tl, spec, &res.last, e) != 0)
+        goto out;
     if (a->dump && hs_train_dump(ts, &res, a->dump, e) != HS_OK)
         goto out;
     rc = 0;
 out:
+    hs_memory_timeline_free(&tl);
     hs_train_result_free(&res);
     hs_executable_release(exe);
     hs_train_step_free(ts);

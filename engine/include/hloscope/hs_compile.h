@@ -58,8 +58,9 @@ hs_module *hs_module_clone(const hs_module *m);
 /* Later passes (offload) are inserted before `schedule` as they land;
  * `schedule` stays last, since it orders what the others produced. Buffer
  * assignment is not a pipeline step: hs_compile runs it on the result. */
-#define HS_DEFAULT_PIPELINE \
-    "verify,fix(simplify,cse,dce),while-loop-trip-count,fusion,schedule"
+#define HS_DEFAULT_PIPELINE                                              \
+    "verify,fix(simplify,cse,dce),while-loop-trip-count,host-offload,"   \
+    "fusion,host-offload-async,schedule"
 
 /* hs_compile_options.hbm_bytes: the capacity of the preset named by
  * hs_compile_options.device (hs_device_find). */

@@ -6,7 +6,9 @@
  * simulated clock charges every instruction by a roofline:
  *     t = max(flops / peak_flops, bytes / hbm_bandwidth)
  * and device memory is accounted per buffer (allocated when an instruction
- * produces it, released after its last use).
+ * produces it, released after its last use). Host transfers run on a
+ * separate DMA stream: an async copy-start overlaps the compute that
+ * follows it until its copy-done.
  */
 #ifndef HLOSCOPE_HS_DEVICE_H
 #define HLOSCOPE_HS_DEVICE_H
@@ -48,7 +50,66 @@ typedef struct hs_run_stats {
      * apart so that a DMA stream can overlap them with compute. */
     double host_transfer_seconds;
     double host_transfer_bytes;
+    /* The part of the transfers the compute stream waited for: synchronous
+     * MoveToHost/MoveToDevice/copy take their whole time (and wait for the
+     * DMA stream to be free); an async copy-start runs on the DMA stream
+     * and only the wait in its copy-done, if the copy is not finished by
+     * then, is exposed. */
+    double exposed_transfer_seconds;
 } hs_run_stats;
+
+/* ---- memory timeline (docs/MEMORY_TIMELINE.md) --------------------------- */
+
+/* One buffer: allocated when an instruction produces it, released when its
+ * last reference dies. Steps count executed instructions in program order
+ * (a loop body's instructions once per iteration), from 0. Strings point
+ * into the module that ran. */
+typedef struct hs_buffer_record {
+    const char *instruction; /* producing instruction, or the entry
+                                parameter for an argument */
+    const char *op_name;     /* its metadata op_name, or NULL */
+    const char *computation; /* where the instruction lives */
+    int64_t bytes;
+    int memory_space;        /* HS_MEMSPACE_DEVICE or HS_MEMSPACE_HOST */
+    bool argument;           /* an entry argument (live for the whole run) */
+    int64_t alloc_step, free_step; /* free_step -1: live at the end */
+    double alloc_time, free_time;  /* simulated seconds; free_time -1 */
+} hs_buffer_record;
+
+/* One host-link transfer on the DMA stream. */
+typedef struct hs_transfer_record {
+    const char *instruction; /* copy-start, MoveToHost, MoveToDevice, copy */
+    const char *op_name;
+    int64_t bytes;
+    int to_memory_space;     /* destination space */
+    bool async;              /* copy-start (waited for in its copy-done) */
+    int64_t issue_step;
+    double issue_time;       /* when the compute stream issued it */
+    double start_time, end_time; /* on the DMA stream */
+    double exposed_seconds;  /* compute-stream wait caused by it */
+} hs_transfer_record;
+
+typedef struct hs_memory_timeline {
+    int n_buffers, cap_buffers;
+    hs_buffer_record *buffers;     /* in allocation order */
+    int n_transfers, cap_transfers;
+    hs_transfer_record *transfers; /* in issue order */
+    int64_t steps;                 /* instructions executed */
+    double end_time;               /* simulated seconds of the run */
+} hs_memory_timeline;
+
+void hs_memory_timeline_free(hs_memory_timeline *t); /* frees the arrays */
+/* JSON text of t (schema: docs/MEMORY_TIMELINE.md); malloc'ed, NULL on
+ * host OOM. spec and stats may be NULL. */
+char *hs_memory_timeline_json(const hs_memory_timeline *t,
+                              const hs_device_spec *spec,
+                              const hs_run_stats *stats);
+
+typedef struct hs_run_options {
+    /* When set, receives every buffer and transfer of the run (emptied
+     * first; free with hs_memory_timeline_free). */
+    hs_memory_timeline *timeline;
+} hs_run_options;
 
 /* Runs the entry computation of m with args[i] bound to parameter(i).
  * Outputs are the leaves of the root's (possibly tuple) shape in order,
@@ -60,6 +121,12 @@ hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
                         hs_tensor *const *args, int n_args,
                         hs_tensor ***outputs, int *n_outputs,
                         hs_run_stats *stats, hs_error *err);
+/* hs_device_run with options (opts may be NULL). */
+hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
+                           hs_tensor *const *args, int n_args,
+                           hs_tensor ***outputs, int *n_outputs,
+                           const hs_run_options *opts, hs_run_stats *stats,
+                           hs_error *err);
 void hs_tensors_free(hs_tensor **ts, int n);
 
 #ifdef __cplusplus

@@ -98,8 +98,12 @@ typedef struct hs_pass {
       "removes dead instructions and computations unreachable from entry") \
     X(while_loop_trip_count, "while-loop-trip-count",                      \
       "annotates counted while loops with known_trip_count")               \
+    X(host_offload, "host-offload",                                        \
+      "annotate_device_placement -> MoveToHost/MoveToDevice, S(5) buffers") \
     X(fusion, "fusion",                                                    \
       "fuses element-wise producers into consumers (kLoop fusions)")       \
+    X(host_offload_async, "host-offload-async",                            \
+      "MoveToHost/MoveToDevice -> async copy-start/copy-done pairs")       \
     X(schedule, "schedule",                                                \
       "orders each computation to lower its peak live bytes")             \
     X(buffer_assignment, "buffer-assignment",                              \

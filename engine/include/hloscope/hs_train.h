@@ -149,6 +149,9 @@ typedef struct hs_train_run_options {
     /* Runs this module instead of ts->module, e.g. a compiled copy (same
      * entry signature and root tuple). NULL: ts->module. */
     const hs_module *module;
+    /* When set, receives the memory timeline of the first step
+     * (hs_device_run_ex); the caller frees it. */
+    hs_memory_timeline *timeline;
 } hs_train_run_options;
 
 typedef struct hs_train_result {

@@ -35,6 +35,7 @@ typedef struct dev_block {
      * bytes and own no data. */
     struct dev_block *parent;
     struct dev_block *next; /* free list / cache link */
+    int rec; /* 1 + index of its timeline record; 0 = none */
 } dev_block;
 
 typedef struct dev_val {
@@ -44,6 +45,7 @@ typedef struct dev_val {
     int n;                 /* tuples: element count */
     struct dev_val **elems; /* tuples */
     int space;             /* tuples: where the index table is accounted */
+    double ready;          /* copy-start: when its DMA transfer ends */
     struct dev_val *next;  /* free list link */
 } dev_val;
 
@@ -97,6 +99,11 @@ struct dev_ctx {
     int64_t instructions;
     const hs_instruction *cur; /* executing now, for error messages */
     double transfer_seconds, transfer_bytes; /* host-link traffic */
+    /* The clocks: compute stream (now, = sim_seconds as it runs) and DMA
+     * stream (free from dma_free on); steps executed so far. */
+    double now, dma_free, exposed_seconds;
+    int64_t step_now;
+    hs_memory_timeline *tl; /* recording, or NULL */
     dev_val *val_pool;
     dev_block *block_pool;
     dev_block *cache; /* freed owned blocks kept for reuse */

@@ -18,6 +18,70 @@ static void release_frame(dev_ctx *x, dev_val **f, int n)
     }
 }
 
+/* Charges a compute-stream wait to the transfer that caused it. */
+static void wait_for(dev_ctx *x, const hs_instruction *done, double wait)
+{
+    x->exposed_seconds += wait;
+    hs_memory_timeline *t = x->tl;
+    if (!t || done->n_operands < 1)
+        return;
+    for (int k = t->n_transfers - 1; k >= 0; k--)
+        if (t->transfers[k].async &&
+            t->transfers[k].instruction == done->operands[0]->name) {
+            t->transfers[k].exposed_seconds += wait;
+            return;
+        }
+}
+
+/* A host-link transfer on the DMA stream, which runs one copy at a time.
+ * copy-start returns at once (its copy-done waits); a synchronous move
+ * holds the compute stream until its copy is done. */
+static void dma(dev_ctx *x, const dev_step *s, dev_val *out)
+{
+    bool async = s->in->opcode == HS_OP_COPY_START;
+    double start = x->dma_free > x->now ? x->dma_free : x->now;
+    double end = start + s->seconds;
+    x->dma_free = end;
+    double issued = x->now, exposed = 0;
+    if (async) {
+        if (out)
+            out->ready = end;
+    } else {
+        exposed = end - x->now;
+        x->exposed_seconds += exposed;
+        x->now = end;
+    }
+    hs_memory_timeline *t = x->tl;
+    if (!t)
+        return;
+    if (t->n_transfers == t->cap_transfers) {
+        int cap = t->cap_transfers ? 2 * t->cap_transfers : 64;
+        hs_transfer_record *r = realloc(t->transfers, sizeof *r * (size_t)cap);
+        if (!r)
+            return;
+        t->transfers = r;
+        t->cap_transfers = cap;
+    }
+    hs_transfer_record *r = &t->transfers[t->n_transfers++];
+    const hs_instruction *in = s->in;
+    const hs_shape *d = async && in->shape.dtype == HS_TUPLE &&
+                                in->shape.n_elems > 0
+                            ? &in->shape.elems[0]
+                            : &in->shape;
+    r->instruction = in->name;
+    r->op_name = in->op_name;
+    r->bytes = hs_shape_bytes(d);
+    r->to_memory_space = d->memory_space == HS_MEMSPACE_HOST
+                             ? HS_MEMSPACE_HOST
+                             : HS_MEMSPACE_DEVICE;
+    r->async = async;
+    r->issue_step = x->step_now;
+    r->issue_time = issued;
+    r->start_time = start;
+    r->end_time = end;
+    r->exposed_seconds = exposed;
+}
+
 hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
                    dev_val **result)
 {
@@ -46,21 +110,33 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
     }
     hs_status st = HS_OK;
     const dev_step *s = p->steps, *end = s + p->n_steps;
-    double sim = 0, flops = 0, bytes = 0, tsec = 0, tbytes = 0;
+    double flops = 0, bytes = 0, tsec = 0, tbytes = 0;
     for (; s < end; s++) {
         x->cur = s->in;
         dev_val *out = NULL;
+        /* copy-done waits for its transfer on the DMA stream. */
+        double ready = s->in->opcode == HS_OP_COPY_DONE && s->n_ops > 0 &&
+                               f[s->ops[0]]
+                           ? f[s->ops[0]]->ready
+                           : 0;
+        if (ready > x->now) {
+            wait_for(x, s->in, ready - x->now);
+            x->now = ready;
+        }
         st = s->kern(x, s, f, &out);
         if (st)
             break;
         f[s->slot] = out;
-        sim += s->seconds;
         flops += s->flops;
         bytes += s->bytes;
         if (s->host_transfer) {
             tsec += s->seconds;
             tbytes += s->bytes;
+            dma(x, s, out);
+        } else {
+            x->now += s->seconds;
         }
+        x->step_now++;
         for (int r = 0; r < s->n_release; r++) {
             int slot = s->release[r];
             if (f[slot]) {
@@ -70,7 +146,7 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
         }
     }
     x->instructions += s - p->steps;
-    x->sim_seconds += sim;
+    x->sim_seconds = x->now;
     x->flops += flops;
     x->bytes += bytes;
     x->transfer_seconds += tsec;
@@ -205,6 +281,25 @@ hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
                         hs_tensor ***outputs, int *n_outputs,
                         hs_run_stats *stats, hs_error *err)
 {
+    return hs_device_run_ex(m, spec, args, n_args, outputs, n_outputs, NULL,
+                            stats, err);
+}
+
+void hs_memory_timeline_free(hs_memory_timeline *t)
+{
+    if (!t)
+        return;
+    free(t->buffers);
+    free(t->transfers);
+    memset(t, 0, sizeof *t);
+}
+
+hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
+                           hs_tensor *const *args, int n_args,
+                           hs_tensor ***outputs, int *n_outputs,
+                           const hs_run_options *opts, hs_run_stats *stats,
+                           hs_error *err)
+{
     double t0 = now_seconds();
     hs_error local;
     if (!err)
@@ -220,6 +315,10 @@ hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
     if (!spec)
         spec = hs_device_find(hs_device_default_name());
     dev_ctx x = {.m = m, .spec = spec, .err = err};
+    if (opts && opts->timeline) {
+        hs_memory_timeline_free(opts->timeline);
+        x.tl = opts->timeline;
+    }
     const hs_computation *entry = m->entry;
     dev_val **params = NULL, **pins = NULL;
     dev_val *root = NULL;
@@ -239,9 +338,11 @@ hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
             st = dev_oom(&x);
     }
     int next = 0, bound = 0;
-    for (; !st && bound < entry->n_params; bound++)
+    for (; !st && bound < entry->n_params; bound++) {
+        x.cur = entry->params[bound];
         st = bind_param(&x, &entry->params[bound]->shape, args, &next, pins,
                         &n_pins, &params[bound]);
+    }
     if (!st) {
         st = dev_eval(&x, dev_plan_of(&x, entry), params, entry->n_params,
                       &root);
@@ -257,6 +358,15 @@ hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
             st = dev_oom(&x);
         }
     }
+    /* Whatever the DMA stream still runs ends the run. */
+    if (x.dma_free > x.now)
+        x.now = x.dma_free;
+    x.sim_seconds = x.now;
+    if (x.tl) {
+        x.tl->steps = x.step_now;
+        x.tl->end_time = x.now;
+    }
+    x.tl = NULL; /* outputs and arguments stay live to the end */
     for (int i = 0; i < bound; i++)
         dev_release(&x, params[i]);
     dev_release(&x, root);
@@ -276,6 +386,7 @@ hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
         stats->peak_host_bytes = x.peak[1];
         stats->host_transfer_seconds = x.transfer_seconds;
         stats->host_transfer_bytes = x.transfer_bytes;
+        stats->exposed_transfer_seconds = x.exposed_seconds;
         stats->wall_seconds = now_seconds() - t0;
     }
     if (st)

@@ -53,6 +53,45 @@ static bool account(dev_ctx *x, int space, int64_t bytes)
     return true;
 }
 
+/* Timeline: a record per accounted block (docs/MEMORY_TIMELINE.md). */
+static void record_alloc(dev_ctx *x, dev_block *b, bool argument)
+{
+    hs_memory_timeline *t = x->tl;
+    if (!t || b->bytes <= 0)
+        return;
+    if (t->n_buffers == t->cap_buffers) {
+        int cap = t->cap_buffers ? 2 * t->cap_buffers : 256;
+        hs_buffer_record *r = realloc(t->buffers, sizeof *r * (size_t)cap);
+        if (!r)
+            return; /* the timeline misses a record; the run goes on */
+        t->buffers = r;
+        t->cap_buffers = cap;
+    }
+    hs_buffer_record *r = &t->buffers[t->n_buffers++];
+    const hs_instruction *in = x->cur;
+    r->instruction = in ? in->name : "?";
+    r->op_name = in ? in->op_name : NULL;
+    r->computation = in && in->parent ? in->parent->name : NULL;
+    r->bytes = b->bytes;
+    r->memory_space = b->space ? HS_MEMSPACE_HOST : HS_MEMSPACE_DEVICE;
+    r->argument = argument;
+    r->alloc_step = x->step_now;
+    r->alloc_time = x->now;
+    r->free_step = -1;
+    r->free_time = -1;
+    b->rec = t->n_buffers;
+}
+
+static void record_free(dev_ctx *x, dev_block *b)
+{
+    if (!b->rec || !x->tl || b->rec > x->tl->n_buffers)
+        return;
+    hs_buffer_record *r = &x->tl->buffers[b->rec - 1];
+    r->free_step = x->step_now;
+    r->free_time = x->now;
+    b->rec = 0;
+}
+
 static dev_val *val_alloc(dev_ctx *x)
 {
     dev_val *v = x->val_pool;
@@ -128,6 +167,7 @@ dev_val *dev_array_new(dev_ctx *x, const hs_shape *shape)
         dev_release(x, v);
         return NULL;
     }
+    record_alloc(x, b, false);
     return v;
 }
 
@@ -152,6 +192,7 @@ dev_val *dev_array_wrap(dev_ctx *x, const hs_shape *shape, void *data,
         dev_release(x, v);
         return NULL;
     }
+    record_alloc(x, b, x->cur && x->cur->opcode == HS_OP_PARAMETER);
     return v;
 }
 
@@ -236,6 +277,7 @@ static void block_release(dev_ctx *x, dev_block *b)
         return;
     }
     x->live[b->space] -= b->bytes;
+    record_free(x, b);
     if (b->cap) {
         if (x->n_cache < CACHE_MAX) {
             /* The block struct itself becomes the cache entry. */

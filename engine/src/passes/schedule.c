@@ -511,6 +511,12 @@ static hs_status schedule_computation(hs__ba *s, hs_computation *c,
     if (st != HS_OK)
         best = 0;
     memcpy(c->instrs, cand[best], sizeof *cand[best] * (size_t)n);
+    /* Async copies overlap what lies between start and done
+     * (host_offload.c). */
+    if (st == HS_OK && hs__place_async_copies(c)) {
+        *changed = true;
+        analysed = -1;
+    }
     if (st == HS_OK && analysed != best)
         st = hs__ba_analyse(s, c, err);
     *changed |= best != 0;

@@ -105,6 +105,9 @@ static void add_stats(hs_run_stats *total, const hs_run_stats *s)
     total->bytes_accessed += s->bytes_accessed;
     total->instructions += s->instructions;
     total->wall_seconds += s->wall_seconds;
+    total->host_transfer_seconds += s->host_transfer_seconds;
+    total->host_transfer_bytes += s->host_transfer_bytes;
+    total->exposed_transfer_seconds += s->exposed_transfer_seconds;
     if (s->peak_device_bytes > total->peak_device_bytes)
         total->peak_device_bytes = s->peak_device_bytes;
     if (s->peak_host_bytes > total->peak_host_bytes)
@@ -174,13 +177,15 @@ void hs_train_result_free(hs_train_result *r)
  * into a. */
 static hs_status run_step(hs_train_step *ts, const hs_module *mod,
                           const hs_device_spec *spec, step_args *a,
-                          float *loss, hs_run_stats *stats, hs_error *err)
+                          hs_memory_timeline *timeline, float *loss,
+                          hs_run_stats *stats, hs_error *err)
 {
     int n = ts->n_params, ns = ts->n_state;
     hs_tensor **outs = NULL;
     int n_outs = 0;
-    hs_status st = hs_device_run(mod, spec, a->t, a->n, &outs, &n_outs,
-                                 stats, err);
+    hs_run_options ro = {.timeline = timeline};
+    hs_status st = hs_device_run_ex(mod, spec, a->t, a->n, &outs, &n_outs,
+                                    &ro, stats, err);
     if (st != HS_OK)
         return st;
     if (n_outs != 1 + n + ns) {
@@ -242,7 +247,8 @@ hs_status hs_train_run(hs_train_step *ts, const hs_device_spec *spec,
     }
     for (int64_t s = 0; s < steps; s++) {
         hs_run_stats rs;
-        st = run_step(ts, mod, spec, &a, &out->losses[s], &rs, err);
+        st = run_step(ts, mod, spec, &a, s == 0 ? o.timeline : NULL,
+                      &out->losses[s], &rs, err);
         if (st != HS_OK)
             break;
         add_stats(&out->total, &rs);
