@@ -57,6 +57,10 @@ typedef struct loopinfo {
     int n_ds, *ds_pos, *ds_elem;
     /* residuals (body positions) and where each goes */
     int n_res, *res;
+    /* cheap data movement (broadcast, reshape, transpose, ...) recomputed
+     * in the backward step from residuals rather than saved: by body
+     * position */
+    bool *keep;
     bool *res_host;
     /* reverse-state layout */
     int n_slots;
@@ -446,6 +450,15 @@ static bool reverse_step(loopinfo *L, hs_builder *rb, hs_instruction **slot,
                         y->operands[o2] = to[x->id];
                 }
             }
+            /* Kept cheap copies recompute from the residuals. */
+            for (int p = 0; L->keep && p < L->body->n_instrs; p++) {
+                hs_instruction *y = L->keep[p] ? map[p] : NULL;
+                for (int o2 = 0; y && o2 < y->n_operands; o2++) {
+                    hs_instruction *x = y->operands[o2];
+                    if (x->id < n_ids && to[x->id])
+                        y->operands[o2] = to[x->id];
+                }
+            }
             for (int s = 0; s < L->n_slots; s++)
                 if (next[s] && next[s]->id < n_ids && to[next[s]->id])
                     next[s] = to[next[s]->id];
@@ -539,6 +552,53 @@ static bool name_matches(const char *op_name, const char *want)
     return false;
 }
 
+static bool cheap(const hs_instruction *y)
+{
+    switch (y->opcode) {
+    case HS_OP_BROADCAST: case HS_OP_RESHAPE: case HS_OP_BITCAST:
+    case HS_OP_TRANSPOSE: case HS_OP_CONVERT:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A residual that is a broadcast (or reshape, transpose) of another value
+ * is recomputed from that value: a broadcast row of norms is saved as the
+ * row, not as the full activation it is broadcast to. */
+static void cheap_recompute(loopinfo *L)
+{
+    hs_computation *body = L->body;
+    bool *in_r = calloc((size_t)body->n_instrs + 1, sizeof *in_r);
+    if (!in_r || !L->keep) {
+        free(in_r);
+        return;
+    }
+    for (int r = 0; r < L->n_res; r++)
+        in_r[L->res[r]] = true;
+    /* Later positions first: an operand is always earlier. */
+    for (int p = body->n_instrs - 1; p >= 0; p--) {
+        const hs_instruction *y = body->instrs[p];
+        if (!in_r[p] || !cheap(y))
+            continue;
+        const hs_instruction *x = y->operands[0];
+        int q = L->idx_by_id[x->id];
+        if (q < 0 || x->shape.dtype == HS_TUPLE ||
+            x->opcode == HS_OP_PARAMETER ||
+            hs_shape_bytes(&x->shape) > hs_shape_bytes(&y->shape))
+            continue;
+        in_r[p] = false;
+        L->keep[p] = true;
+        if (L->dep[q])
+            in_r[q] = true;
+    }
+    L->n_res = 0;
+    for (int p = 0; p < body->n_instrs; p++)
+        if (in_r[p])
+            L->res[L->n_res++] = p;
+    free(in_r);
+}
+
 /* Builds the reverse step in a scratch module and lists the carry-dependent
  * forward values the VJP reads. */
 static hs_status find_residuals(loopinfo *L, hs_error *err)
@@ -550,6 +610,7 @@ static hs_status find_residuals(loopinfo *L, hs_error *err)
     L->stack_src = calloc(cap, sizeof(int));
     L->stack_pre = calloc(cap, sizeof(int));
     L->stack_shape = calloc(cap, sizeof(hs_shape));
+    L->keep = calloc(cap, sizeof(bool));
     if (!L->res || !L->res_host || !L->stack_src || !L->stack_pre ||
         !L->stack_shape)
         return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
@@ -614,6 +675,7 @@ static hs_status find_residuals(loopinfo *L, hs_error *err)
                 }
                 L->res[L->n_res++] = p;
             }
+            cheap_recompute(L);
         }
         free(pos_of);
         free(used);
@@ -938,6 +1000,7 @@ static void free_info(loopinfo *L)
     free(L->ds_elem);
     free(L->res);
     free(L->res_host);
+    free(L->keep);
     free(L->slot_ct);
     free(L->slot_val);
     free(L->slot_acc);
