@@ -3,7 +3,13 @@ import { diffLines } from 'diff';
 import { esc } from './format.js';
 
 export function renderHloDiff(root, a, b, onlyChanges) {
-  const parts = diffLines(a, b);
+  // Myers' diff is O(N·D): give up on texts too different to line up.
+  const parts = diffLines(a, b, { timeout: 4000 });
+  if (!parts) {
+    root.innerHTML = `<div class="skip" data-testid="hlo-counts">the two modules are too different to diff line by line; A has ${a.split('\n').length} lines, B ${b.split('\n').length}</div>` +
+      `<div style="display:grid;grid-template-columns:1fr 1fr;gap:8px"><div>${esc(a)}</div><div>${esc(b)}</div></div>`;
+    return;
+  }
   const out = [];
   let adds = 0, dels = 0;
   for (const p of parts) {

@@ -222,7 +222,7 @@ function initPanes() {
     onClick: (p, id) => selectNode(p.side, id),
     onDblClick: (p, id) => { const n = p.nodes.get(id); if (n && n.opcode === 'layer') toggleExpand(n.layer); },
     onHover: (p, id) => hoverNode(p.side, id),
-    onViewChange: (p) => follow && follow(p, p === panes.a ? panes.b : panes.a),
+    onViewChange: (p) => follow && $('#sync').checked && follow(p, p === panes.a ? panes.b : panes.a),
     onClusterClick: (p, id) => showCluster(p.side, id),
   };
   for (const s of ['a', 'b']) {

@@ -226,7 +226,32 @@ async function main() {
   await shot(page, 'out-of-memory');
   await page.selectOption('#device', '');
 
-  // 11. Compile scaling, measured live.
+  // 11. A 64-layer unrolled decoder stays responsive (collapsed views).
+  await page.fill('#layers', '64');
+  await page.dispatchEvent('#layers', 'change');
+  await page.waitForFunction(() => /"repeat": 64/.test(window.hloscope.editor.text));
+  let t0 = Date.now();
+  await page.click('#compile-btn');
+  await compiled(page);
+  await page.waitForSelector('#pane-a g.node[id="layer:layers.63"]', { state: 'attached' });
+  const compileMs = Date.now() - t0;
+  assert.ok(await page.locator('[data-testid="ratio-instructions_optimized"]').count());
+  t0 = Date.now();
+  await page.mouse.move(900, 500);
+  for (let k = 0; k < 10; k++) await page.mouse.wheel(0, -120);
+  const nodeId = await page.evaluate(() => [...window.hloscope.panes.a.nodes.keys()].find((k) => k.startsWith('layer:')));
+  await page.evaluate((id) => window.hloscope.panes.a.focus(id), nodeId);
+  await page.locator(`#pane-a g.node[id="${nodeId}"]`).hover();
+  await page.waitForFunction(() => Number(document.querySelector('#pane-a .timeline').dataset.highlighted) > 0);
+  const interactMs = Date.now() - t0;
+  log(`decoder 64 layers: compare + render ${compileMs} ms, zoom + hover ${interactMs} ms`);
+  assert.ok(compileMs < 30000 && interactMs < 5000, 'responsive');
+  await shot(page, 'decoder-64-layers');
+  await page.click('[data-tab="hlo"]');
+  await page.waitForSelector('[data-testid="hlo-counts"]', { timeout: 20000 });
+  await page.click('[data-tab="compare"]');
+
+  // 12. Compile scaling, measured live.
   await page.selectOption('#example', 'seed_64_linear');
   await page.waitForFunction(() => window.hloscope.editor.text.includes('seed-scan-layers'));
   await page.click('[data-tab="scaling"]');
@@ -235,7 +260,7 @@ async function main() {
   await compiled(page);
   await shot(page, 'compile-scaling');
 
-  // 12. The guided tour's first measured step.
+  // 13. The guided tour's first measured step.
   await page.click('[data-tab="compare"]');
   await page.click('#tour-btn');
   await page.waitForSelector('.driver-popover');
