@@ -4,7 +4,7 @@
 //   node tests/e2e.mjs --server build/hloscope --examples examples \
 //        --web web/dist --out build/web-artefacts
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
@@ -18,6 +18,7 @@ const WEB = resolve(args.web || join(here, 'dist'));
 const OUT = resolve(args.out || join(here, '../build/web-artefacts'));
 const CHROMIUM = args.chromium || '/usr/bin/chromium';
 mkdirSync(OUT, { recursive: true });
+for (const f of readdirSync(OUT)) if (f.endsWith('.png')) rmSync(join(OUT, f)); // this run's screenshots only
 if (!existsSync(join(WEB, 'index.html'))) {
   console.error(`[web] ${WEB}/index.html is missing: run  cd web && npm ci && npm run build`);
   process.exit(1);
