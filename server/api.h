@@ -94,6 +94,23 @@ json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
  * summary is not a run's. */
 json_t *api_steps_json(json_t *summary, hs_error *e);
 
+/* ---- requests in flight (api_flights.c) ---------------------------------- */
+
+typedef struct api_flights api_flights;
+typedef enum api_flight {
+    API_FLIGHT_OWNER,     /* compute it, then api_flight_end */
+    API_FLIGHT_WAITED,    /* another request computed it: look in the store */
+    API_FLIGHT_TIMEOUT,   /* still computed elsewhere at the deadline */
+    API_FLIGHT_UNTRACKED  /* host OOM: compute it without sharing */
+} api_flight;
+
+api_flights *api_flights_new(void);
+void api_flights_free(api_flights *f);
+/* Claims id, or waits (until deadline_ns, 0 = none) while another request
+ * holds it. */
+api_flight api_flight_begin(api_flights *f, const char *id, int64_t deadline_ns);
+void api_flight_end(api_flights *f, const char *id);
+
 /* ---- examples ------------------------------------------------------------ */
 
 typedef struct api_examples api_examples;

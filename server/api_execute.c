@@ -318,9 +318,20 @@ static srv_outcome post(srv *s, srv_request *rq, srv_reply *rp,
             return srv_reply_error(rp, 500, "io", "", "cannot record the request");
         return SRV_DEFER;
     }
+    /* The same request may be in flight already: wait for it, then answer
+     * from the store (a failure there is computed again here). */
+    api_flight fl = api_flight_begin(s->flights, ar->id, rq->deadline_ns);
+    if (fl == API_FLIGHT_TIMEOUT)
+        return srv_reply_error(rp, 503, "deadline_exceeded", "",
+                               "deadline exceeded while the same request was "
+                               "computed by another connection");
+    if (fl == API_FLIGHT_WAITED && answer_stored(s, ar->id, rp))
+        return SRV_DONE;
     int status;
     json_t *sum;
     api_execute(s, ar, rq->deadline_ns, &status, &sum, NULL);
+    if (fl == API_FLIGHT_OWNER)
+        api_flight_end(s->flights, ar->id);
     snprintf(rp->cache, sizeof rp->cache, "miss");
     return srv_reply_json(rp, status, sum);
 }

@@ -193,12 +193,14 @@ char *srv_metrics_format(srv_metrics *m, const srv *s);
 struct store;
 struct store_lru;
 struct api_examples;
+struct api_flights;
 
 struct srv {
     srv_config cfg;
     struct store *store;       /* SQLite: requests and result summaries */
     struct store_lru *lru;     /* artefacts and summaries, bounded in bytes */
     struct api_examples *examples;
+    struct api_flights *flights; /* ids being computed */
     hs_compile_cache *compile_cache;
     srv_metrics *metrics;
     srv_pool *pool;

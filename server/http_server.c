@@ -488,6 +488,7 @@ static void srv_free(srv *s)
     api_examples_free(s->examples);
     hs_compile_cache_free(s->compile_cache);
     srv_metrics_free(s->metrics);
+    api_flights_free(s->flights);
 }
 
 int hs_cli_serve(int argc, char **argv)
@@ -508,6 +509,7 @@ int hs_cli_serve(int argc, char **argv)
     s.lru = store_lru_new(s.cfg.cache_bytes);
     s.compile_cache = hs_compile_cache_new(256);
     s.metrics = srv_metrics_new();
+    s.flights = api_flights_new();
 
 #ifdef SRV_HAVE_RENDER
     /* The layout server is forked from this process: do it while there is
@@ -526,7 +528,7 @@ int hs_cli_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     s.pool = srv_pool_new(s.cfg.workers);
-    if (!s.lru || !s.compile_cache || !s.metrics || !s.pool) {
+    if (!s.lru || !s.compile_cache || !s.metrics || !s.flights || !s.pool) {
         fprintf(stderr, "hloscope serve: out of host memory\n");
         srv_free(&s);
         return 1;

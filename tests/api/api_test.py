@@ -515,6 +515,27 @@ def answers_while_long_runs_are_in_flight(s):
 
 
 @test
+def identical_requests_in_flight_are_computed_once(s):
+    s2 = Server("--workers", "2", *BIG_RUNS)
+    try:
+        out = []
+        ts = [threading.Thread(target=lambda: out.append(s2.post("/v1/run", long_model(40))))
+              for _ in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        check([o[0] for o in out] == [200, 200], "both answered", [o[:2] for o in out])
+        a, b = (json.loads(o[2]) for o in out)
+        check(a == b, "one computation: the same summary, host wall time included",
+              a["run"]["wall_seconds"], b["run"]["wall_seconds"])
+        check(sorted(o[1].get("x-cache") for o in out) == ["hit", "miss"],
+              "the second waited for the first", [o[1].get("x-cache") for o in out])
+    finally:
+        s2.close()
+
+
+@test
 def results_survive_restart_and_kill9(s):
     data_dir = tempfile.mkdtemp(prefix="hloscope-api-")
     try:
