@@ -40,10 +40,10 @@ export async function renderRun(root, r) {
   } catch { /* no steps */ }
   root.innerHTML = `<h3>Run of ${esc(r.module)} on ${esc(r.device)} (${esc(r.loop)})</h3>
     <table class="summary"><tbody>
-      <tr><td>simulated device time</td><td>${seconds(run.simulated_seconds)}</td></tr>
+      <tr><td>simulated device time</td><td>${seconds(run.sim_seconds ?? run.simulated_seconds)}</td></tr>
       <tr><td>FLOPs executed</td><td>${int(run.flops)}</td></tr>
       <tr><td>bytes accessed</td><td>${bytes(run.bytes_accessed)}</td></tr>
-      <tr><td>instructions executed</td><td>${int(run.instructions_executed)}</td></tr>
+      <tr><td>instructions executed</td><td>${int(run.instructions ?? run.instructions_executed)}</td></tr>
       <tr><td>measured peak (device · host)</td><td>${bytes(run.peak_device_bytes)} · ${bytes(run.peak_host_bytes)}</td></tr>
       <tr><td>host wall time</td><td>${seconds(run.wall_seconds ?? run.host_seconds)}</td></tr>
     </tbody></table>
