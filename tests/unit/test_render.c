@@ -671,6 +671,25 @@ static void layout_timeout_cancels_and_leaves_no_zombie(void **state)
     free(dot);
 }
 
+static void layout_server_is_restarted_when_it_dies(void **state)
+{
+    (void)state;
+    hs_error err;
+    assert_int_equal(hs_render_init(&err), HS_OK);
+    pid_t server = hs__layout_server_pid();
+    int forks = hs__layout_server_forks();
+    assert_true(server > 0);
+    kill(server, SIGKILL);
+    char *svg = layout("digraph { a -> b }", "dot");
+    assert_contains(svg, "<svg");
+    free(svg);
+    assert_int_equal(hs__layout_server_forks(), forks + 1);
+    assert_true(hs__layout_server_pid() != server);
+    /* the dead one was reaped */
+    int status;
+    assert_int_equal(waitpid(server, &status, WNOHANG), -1);
+}
+
 typedef struct slow_arg {
     const char *dot;
     hs_status st;
@@ -840,6 +859,7 @@ int main(void)
         cmocka_unit_test(memory_timeline_svg_shows_the_peak),
         cmocka_unit_test(gantt_chart_has_both_lanes),
         cmocka_unit_test(layout_worker_crash_is_reported),
+        cmocka_unit_test(layout_server_is_restarted_when_it_dies),
         cmocka_unit_test(layout_timeout_cancels_and_leaves_no_zombie),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

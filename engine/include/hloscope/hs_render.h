@@ -181,7 +181,8 @@ hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
 /* Lays out DOT with libgvc in a worker process and returns the rendering.
  * engine: "dot", "neato", "nop" or "nop2"; format: "svg", "xdot", "dot",
  * "json" or "plain". timeout_ms <= 0 means HS_RENDER_DEFAULT_TIMEOUT_MS;
- * the time counts from the call.
+ * the time counts from the call, except that the one-time start of the
+ * layout server (when hs_render_init was not called) is not counted.
  *
  * Errors: HS_ERR_CANCELLED "layout timed out after N ms" (the worker is
  * killed and reaped), HS_ERR_RUNTIME "layout worker crashed (signal N)",

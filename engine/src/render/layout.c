@@ -32,41 +32,79 @@
 static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
 static int server_fd = -1;
 static pid_t server_pid = -1;
+static int server_forks; /* servers forked so far, for tests */
 
+/* Kills and reaps the server; its workers die with it (PDEATHSIG). A
+ * server stuck at start never reads its socket, so it is not asked. */
 static void stop_server_locked(void)
 {
     if (server_fd >= 0)
-        close(server_fd); /* the server sees EOF, kills its workers, exits */
-    if (server_pid > 0)
+        close(server_fd);
+    if (server_pid > 0) {
+        kill(server_pid, SIGKILL);
         while (waitpid(server_pid, NULL, 0) < 0 && errno == EINTR) {
         }
+    }
     server_fd = -1;
     server_pid = -1;
 }
 
+/* Waits for the server's READY; false when it does not come in time. */
+static bool server_ready(int fd)
+{
+    int64_t deadline = hs__now_ms() + HS_LAYOUT_START_MS;
+    for (;;) {
+        int64_t left = deadline - hs__now_ms();
+        if (left <= 0)
+            return false;
+        struct pollfd p = {fd, POLLIN, 0};
+        int n = poll(&p, 1, (int)left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        hs_layout_status s;
+        ssize_t got = recv(fd, &s, sizeof s, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        return got == (ssize_t)sizeof s && s.magic == HS_LAYOUT_MAGIC &&
+               s.event == HS_LAYOUT_READY;
+    }
+}
+
 static hs_status start_server_locked(hs_error *err)
 {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-        return hs_error_set(err, HS_ERR_RUNTIME,
-                            "cannot start the layout server: %s",
-                            strerror(errno));
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        close(sv[0]);
+    for (int attempt = 0; attempt < HS_LAYOUT_START_TRIES; attempt++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+            return hs_error_set(err, HS_ERR_RUNTIME,
+                                "cannot start the layout server: %s",
+                                strerror(errno));
+        pid_t pid = fork();
+        if (pid < 0) {
+            int e = errno;
+            close(sv[0]);
+            close(sv[1]);
+            return hs_error_set(err, HS_ERR_RUNTIME,
+                                "cannot start the layout server: %s",
+                                strerror(e));
+        }
+        server_forks++;
+        if (pid == 0) {
+            close(sv[0]);
+            hs__layout_server_main(sv[1]);
+        }
         close(sv[1]);
-        return hs_error_set(err, HS_ERR_RUNTIME,
-                            "cannot start the layout server: %s", strerror(e));
+        server_fd = sv[0];
+        server_pid = pid;
+        if (server_ready(server_fd))
+            return HS_OK;
+        stop_server_locked(); /* hung at start (see layout_internal.h) */
     }
-    if (pid == 0) {
-        close(sv[0]);
-        hs__layout_server_main(sv[1]);
-    }
-    close(sv[1]);
-    server_fd = sv[0];
-    server_pid = pid;
-    return HS_OK;
+    return hs_error_set(err, HS_ERR_RUNTIME,
+                        "cannot start the layout server: not ready after %d "
+                        "tries",
+                        HS_LAYOUT_START_TRIES);
 }
 
 hs_status hs_render_init(hs_error *err)
@@ -80,9 +118,19 @@ hs_status hs_render_init(hs_error *err)
 
 void hs_render_shutdown(void)
 {
+    /* The server would also exit by itself on EOF; killing it does not
+     * wait on a server that hangs. */
     pthread_mutex_lock(&server_mu);
     stop_server_locked();
     pthread_mutex_unlock(&server_mu);
+}
+
+int hs__layout_server_forks(void)
+{
+    pthread_mutex_lock(&server_mu);
+    int n = server_forks;
+    pthread_mutex_unlock(&server_mu);
+    return n;
 }
 
 pid_t hs__layout_server_pid(void)
@@ -95,8 +143,9 @@ pid_t hs__layout_server_pid(void)
 
 /* Hands the request and its sockets to the server, starting it (or, when
  * it died, restarting it) as needed. */
-static hs_status send_request(const hs_layout_request *rq, int data_fd,
-                              int status_fd, hs_error *err)
+static hs_status send_request(hs_layout_request *rq, int64_t timeout_ms,
+                              int data_fd, int status_fd, pid_t *sent_to,
+                              hs_error *err)
 {
     char control[CMSG_SPACE(2 * sizeof(int))];
     memset(control, 0, sizeof control);
@@ -122,12 +171,15 @@ static hs_status send_request(const hs_layout_request *rq, int data_fd,
                 pthread_mutex_unlock(&server_mu);
                 return st;
             }
+            /* The one-time start does not count against this layout. */
+            rq->deadline_ms = hs__now_ms() + timeout_ms;
         }
         ssize_t n;
         do
             n = sendmsg(server_fd, &msg, MSG_NOSIGNAL);
         while (n < 0 && errno == EINTR);
         if (n == (ssize_t)sizeof *rq) {
+            *sent_to = server_pid;
             pthread_mutex_unlock(&server_mu);
             return HS_OK;
         }
@@ -137,6 +189,15 @@ static hs_status send_request(const hs_layout_request *rq, int data_fd,
     pthread_mutex_unlock(&server_mu);
     return hs_error_set(err, HS_ERR_RUNTIME, "layout server unavailable: %s",
                         strerror(e));
+}
+
+/* Forgets server pid when it is still the current one (it died). */
+static void server_lost(pid_t pid)
+{
+    pthread_mutex_lock(&server_mu);
+    if (server_pid == pid)
+        stop_server_locked();
+    pthread_mutex_unlock(&server_mu);
 }
 
 /* ---- talking to the worker ------------------------------------------------- */
@@ -241,28 +302,39 @@ static void read_result(int fd, reader *r, int64_t deadline)
     }
 }
 
-/* Reads the server's reports until the worker's exit (or until deadline);
- * true when the exit was reported. */
-static bool read_exit(int fd, hs_layout_status *exit_status, int64_t deadline)
+typedef enum exit_news {
+    EXIT_REPORTED,   /* *exit_status is set */
+    EXIT_NO_NEWS,    /* nothing by the deadline */
+    SERVER_LOST,     /* the server died after starting the worker */
+    SERVER_LOST_EARLY /* the server died before starting it */
+} exit_news;
+
+/* Reads the server's reports until the worker's exit (or until deadline). */
+static exit_news read_exit(int fd, hs_layout_status *exit_status,
+                           int64_t deadline)
 {
     hs_layout_status s;
     size_t got = 0;
+    bool started = false;
     while (wait_for(fd, POLLIN, deadline)) {
         ssize_t n = recv(fd, (char *)&s + got, sizeof s - got, MSG_DONTWAIT);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n <= 0)
-            return false; /* the server died */
+            return started ? SERVER_LOST : SERVER_LOST_EARLY;
         got += (size_t)n;
         if (got < sizeof s)
             continue;
         got = 0;
-        if (s.magic == HS_LAYOUT_MAGIC && s.event == HS_LAYOUT_EXITED) {
+        if (s.magic != HS_LAYOUT_MAGIC)
+            continue;
+        started |= s.event == HS_LAYOUT_STARTED;
+        if (s.event == HS_LAYOUT_EXITED) {
             *exit_status = s;
-            return true;
+            return EXIT_REPORTED;
         }
     }
-    return false;
+    return EXIT_NO_NEWS;
 }
 
 /* ---- the call ---------------------------------------------------------------- */
@@ -331,7 +403,53 @@ static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
         return hs_error_set(err, HS_ERR_CANCELLED,
                             "layout timed out after %lld ms",
                             (long long)timeout_ms);
-    return hs_error_set(err, HS_ERR_RUNTIME, "layout server stopped");
+    return hs_error_set(err, HS_ERR_RUNTIME,
+                        "layout server stopped during the layout");
+}
+
+/* One exchange with the server: request, DOT out, result in, exit report.
+ * *deadline moves when this call had to start the server. */
+static hs_status layout_once(const char *dot, int ei, int fi,
+                             int64_t timeout_ms, int64_t *deadline,
+                             reader *r, hs_layout_status *x, exit_news *news,
+                             hs_error *err)
+{
+    int data[2], status[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) != 0)
+        return hs_error_set(err, HS_ERR_RUNTIME, "layout: %s", strerror(errno));
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, status) != 0) {
+        int e = errno;
+        close(data[0]);
+        close(data[1]);
+        return hs_error_set(err, HS_ERR_RUNTIME, "layout: %s", strerror(e));
+    }
+    size_t dot_len = strlen(dot);
+    hs_layout_request rq = {HS_LAYOUT_MAGIC, (uint32_t)ei, (uint32_t)fi, 0,
+                            *deadline, dot_len};
+    pid_t server = -1;
+    hs_status st = send_request(&rq, timeout_ms, data[1], status[1], &server,
+                                err);
+    *deadline = rq.deadline_ms;
+    close(data[1]);
+    close(status[1]);
+    if (st != HS_OK) {
+        close(data[0]);
+        close(status[0]);
+        return st;
+    }
+    /* The server kills the worker at the deadline; the grace covers its
+     * report reaching us. */
+    int64_t wait_until = *deadline + HS_LAYOUT_GRACE_MS;
+    if (send_dot(data[0], dot, dot_len, wait_until))
+        read_result(data[0], r, wait_until);
+    close(data[0]); /* a worker still writing gets EPIPE and exits */
+    int64_t now = hs__now_ms();
+    *news = read_exit(status[0], x,
+                      (now > *deadline ? now : *deadline) + HS_LAYOUT_GRACE_MS);
+    close(status[0]);
+    if (*news == SERVER_LOST || *news == SERVER_LOST_EARLY)
+        server_lost(server);
+    return HS_OK;
 }
 
 hs_status hs_render_layout(const char *dot, const char *engine,
@@ -359,43 +477,26 @@ hs_status hs_render_layout(const char *dot, const char *engine,
     if (timeout_ms > INT64_MAX / 4)
         timeout_ms = INT64_MAX / 4;
     int64_t deadline = hs__now_ms() + timeout_ms;
-
-    int data[2], status[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, data) != 0)
-        return hs_error_set(err, HS_ERR_RUNTIME, "layout: %s", strerror(errno));
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, status) != 0) {
-        int e = errno;
-        close(data[0]);
-        close(data[1]);
-        return hs_error_set(err, HS_ERR_RUNTIME, "layout: %s", strerror(e));
-    }
-    size_t dot_len = strlen(dot);
-    hs_layout_request rq = {HS_LAYOUT_MAGIC, (uint32_t)ei, (uint32_t)fi, 0,
-                            deadline, dot_len};
-    hs_status st = send_request(&rq, data[1], status[1], err);
-    close(data[1]);
-    close(status[1]);
-    if (st != HS_OK) {
-        close(data[0]);
-        close(status[0]);
-        return st;
+    reader r;
+    hs_layout_status x;
+    exit_news news = EXIT_NO_NEWS;
+    hs_status st;
+    /* A second try only when the server died before starting our worker
+     * (it was killed or crashed with our request queued). */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        memset(&r, 0, sizeof r);
+        memset(&x, 0, sizeof x);
+        st = layout_once(dot, ei, fi, timeout_ms, &deadline, &r, &x, &news,
+                         err);
+        if (st != HS_OK)
+            return st;
+        if (news != SERVER_LOST_EARLY || r.got_frame > 0)
+            break;
+        free(r.data);
+        r.data = NULL;
     }
 
-    /* The server kills the worker at the deadline; the grace covers its
-     * report reaching us. */
-    int64_t wait_until = deadline + HS_LAYOUT_GRACE_MS;
-    reader r = {0};
-    if (send_dot(data[0], dot, dot_len, wait_until))
-        read_result(data[0], &r, wait_until);
-    close(data[0]); /* a worker still writing gets EPIPE and exits */
-    hs_layout_status x = {0};
-    int64_t now = hs__now_ms();
-    bool exited = read_exit(status[0], &x,
-                            (now > deadline ? now : deadline) +
-                                HS_LAYOUT_GRACE_MS);
-    close(status[0]);
-
-    st = judge(&r, exited, &x, timeout_ms, deadline, err);
+    st = judge(&r, news == EXIT_REPORTED, &x, timeout_ms, deadline, err);
     if (st != HS_OK) {
         free(r.data);
         return st;

@@ -9,7 +9,10 @@
  * The layout server is forked once (hs_render_init, or the first layout)
  * and is single-threaded, so every worker it forks is a clean copy: no
  * lock of another thread can be held in it, whatever allocator the
- * program uses. The server warms Graphviz once; workers inherit it. It
+ * program uses. The one fork from the program is checked: the server first
+ * allocates a block of every allocator size class (a lock that another
+ * thread held at the fork would hang it there), warms up, and only then
+ * says READY; one that does not is killed and forked again. The server warms Graphviz once; workers inherit it. It
  * kills a worker at the request's deadline and reports how each worker
  * ended, so the caller never waits on a process it did not start. */
 #ifndef HLOSCOPE_LAYOUT_INTERNAL_H
@@ -23,6 +26,9 @@ enum {
     HS_LAYOUT_MAGIC = 0x594c5348, /* "HSLY" */
     HS_LAYOUT_GRACE_MS = 2000,    /* caller waits this long past the
                                      deadline for the server's report */
+    HS_LAYOUT_START_MS = 5000,    /* a server not ready by then is killed
+                                     and started again */
+    HS_LAYOUT_START_TRIES = 3,
 };
 
 /* Engines and formats the worker accepts, by index. */
@@ -56,7 +62,8 @@ typedef struct hs_layout_frame {
 /* server -> caller on the status socket */
 typedef enum hs_layout_event {
     HS_LAYOUT_STARTED = 1, /* pid set */
-    HS_LAYOUT_EXITED = 2   /* wstatus, timed_out set */
+    HS_LAYOUT_EXITED = 2,  /* wstatus, timed_out set */
+    HS_LAYOUT_READY = 3    /* server -> program on the control socket */
 } hs_layout_event;
 
 typedef struct hs_layout_status {
@@ -82,11 +89,13 @@ void hs__layout_server_main(int fd) __attribute__((noreturn));
 /* Loads Graphviz's plugins and text metrics once (in the server). */
 void hs__layout_warm_up(void);
 /* A worker: reads the DOT from data_fd, lays it out, writes the frame and
- * payload, exits. */
-void hs__layout_worker_main(int data_fd, const hs_layout_request *rq)
-    __attribute__((noreturn));
+ * payload, exits. It dies with the server (pid server). */
+void hs__layout_worker_main(int data_fd, const hs_layout_request *rq,
+                            pid_t server) __attribute__((noreturn));
 
-/* The server's pid, or -1 when none is running (for tests). */
+/* The server's pid, or -1 when none is running, and how many servers were
+ * forked so far (for tests). */
 pid_t hs__layout_server_pid(void);
+int hs__layout_server_forks(void);
 
 #endif

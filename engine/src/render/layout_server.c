@@ -207,7 +207,7 @@ static void start_worker(int ctl, const hs_layout_request *rq, int data_fd,
     pid_t pid = fork();
     if (pid == 0) {
         close(ctl);
-        hs__layout_worker_main(data_fd, rq);
+        hs__layout_worker_main(data_fd, rq, getppid());
     }
     int e = errno;
     close(data_fd);
@@ -227,6 +227,22 @@ static void shut_down(void)
     while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
     }
     _exit(0);
+}
+
+/* Allocates and frees a block of every size class, small to large. A fork
+ * from a threaded program copies allocator locks as they were; one held by
+ * another thread at that instant hangs us here, before READY, and the
+ * program forks a new server. */
+static void probe_allocator(void)
+{
+    for (size_t size = 1; size <= ((size_t)4 << 20); size += size / 8 + 1) {
+        volatile char *p = malloc(size);
+        if (!p)
+            _exit(1);
+        p[0] = 1;
+        p[size - 1] = 1;
+        free((void *)p);
+    }
 }
 
 void hs__layout_server_main(int ctl)
@@ -257,7 +273,12 @@ void hs__layout_server_main(int ctl)
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
 
+    probe_allocator();
     hs__layout_warm_up();
+    hs_layout_status ready = {HS_LAYOUT_MAGIC, HS_LAYOUT_READY, getpid(), 0, 0,
+                              0};
+    if (send(ctl, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready)
+        _exit(1);
 
     for (;;) {
         int64_t now = hs__now_ms();

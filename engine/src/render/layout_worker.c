@@ -109,7 +109,7 @@ static char *read_dot(int fd, uint64_t len)
     return dot;
 }
 
-void hs__layout_worker_main(int fd, const hs_layout_request *rq)
+void hs__layout_worker_main(int fd, const hs_layout_request *rq, pid_t server)
 {
     if (fd != 3) {
         if (dup2(fd, 3) < 0)
@@ -119,6 +119,10 @@ void hs__layout_worker_main(int fd, const hs_layout_request *rq)
     hs__close_from(4);
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* the server is single-threaded */
+    if (getppid() != server)
+        _exit(6); /* it died before the line above */
+#else
+    (void)server;
 #endif
     hs__default_signals();
     /* A CPU limit backs up the server's deadline. */
