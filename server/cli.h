@@ -29,7 +29,13 @@ typedef struct cli_args {
     bool metrics;         /* print the metrics report */
     bool report;          /* print the compilation report */
     bool train;           /* run: train with the model's "train" section */
-    long long steps;      /* run --train: 0 keeps train.steps */
+    long long steps;      /* run: steps (--train: 0 keeps train.steps) */
+    /* run: the step timeline (cli_steps.c) */
+    const char *frontend;   /* overhead preset (hs_frontend_find) */
+    double op_overhead_us;  /* < 0: unset */
+    int queue;              /* < 0: unset */
+    const char *steps_json; /* step timeline JSON file */
+    const char *steps_svg;  /* step chart SVG file */
 } cli_args;
 
 /* Parses options; returns HS_EXIT_OK or HS_EXIT_USAGE (after saying why). */
@@ -67,5 +73,9 @@ int cli_write_timeline(const char *path, const hs_memory_timeline *t,
 struct hs_device_spec;
 int cli_train(const cli_args *a, cli_program *p, const struct hs_device_spec *spec,
               hs_error *e);
+/* `run --steps N` without --train, or any step-timeline option: re-traced
+ * steps, goodput and MFU (cli_steps.c). */
+bool cli_steps_wanted(const cli_args *a);
+int cli_steps(const cli_args *a);
 
 #endif

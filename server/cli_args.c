@@ -16,6 +16,8 @@ int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run)
     memset(a, 0, sizeof *a);
     a->emit = "hlo";
     a->stage = "optimized";
+    a->op_overhead_us = -1;
+    a->queue = -1;
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         const char **slot = NULL;
@@ -33,6 +35,35 @@ int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run)
             slot = &a->dump;
         else if (strcmp(arg, "--memory") == 0 && is_run)
             slot = &a->memory;
+        else if (strcmp(arg, "--frontend") == 0 && is_run)
+            slot = &a->frontend;
+        else if (strcmp(arg, "--steps-json") == 0 && is_run)
+            slot = &a->steps_json;
+        else if (strcmp(arg, "--steps-svg") == 0 && is_run)
+            slot = &a->steps_svg;
+        else if (strcmp(arg, "--op-overhead-us") == 0 && is_run) {
+            char *end = NULL;
+            if (i + 1 < argc)
+                a->op_overhead_us = strtod(argv[i + 1], &end);
+            if (i + 1 >= argc || end == argv[i + 1] || *end ||
+                !(a->op_overhead_us >= 0 && a->op_overhead_us <= 1e6)) {
+                fprintf(stderr, "hloscope: --op-overhead-us needs microseconds "
+                                "in [0, 1e6]\n");
+                return HS_EXIT_USAGE;
+            }
+            i++;
+            continue;
+        } else if (strcmp(arg, "--queue") == 0 && is_run) {
+            char *end = NULL;
+            long v = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : -1;
+            if (i + 1 >= argc || end == argv[i + 1] || *end || v < 0 || v > 1024) {
+                fprintf(stderr, "hloscope: --queue needs a depth in [0, 1024]\n");
+                return HS_EXIT_USAGE;
+            }
+            a->queue = (int)v;
+            i++;
+            continue;
+        }
         else if (strcmp(arg, "--metrics") == 0) {
             a->metrics = true;
             continue;
@@ -47,7 +78,6 @@ int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run)
                 fprintf(stderr, "hloscope: --steps needs a positive integer\n");
                 return HS_EXIT_USAGE;
             }
-            a->train = true;
             i++;
             continue;
         } else if (strcmp(arg, "--batch") == 0) {

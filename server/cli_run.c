@@ -132,6 +132,8 @@ int hs_cli_run(int argc, char **argv)
     int rc = cli_parse_args(argc, argv, &a, true);
     if (rc != HS_EXIT_OK)
         return rc;
+    if (cli_steps_wanted(&a))
+        return cli_steps(&a);
     hs_error e;
     hs_error_clear(&e);
     cli_program p;
