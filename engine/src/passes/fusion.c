@@ -283,6 +283,7 @@ typedef struct fuser {
     bool *dup;      /* copied into some fusion; the original may die */
     bool *reuse;    /* in the current group: elements read repeatedly */
     hs_instruction **clone; /* while building a fusion (build_fusion) */
+    int *clone_suffix; /* per position: next suffix to try for its copies */
     int *members;
     int n_members, cap_members;
     group *groups;
@@ -413,12 +414,19 @@ static int cmp_int(const void *a, const void *b)
 }
 
 /* A name not used in the module: base, else base.1, base.2, ... */
-static const char *unique_name(fuser *f, const char *base)
+/* base, or base.K for the smallest K from *next on that is free. *next
+ * remembers where the search stopped: an instruction copied into many
+ * fusions (a broadcast constant) would otherwise probe every earlier
+ * suffix again, quadratic in its number of copies. */
+static const char *unique_name(fuser *f, const char *base, int *next)
 {
     hs_arena *a = f->m->arena;
-    const char *name = hs_arena_strdup(a, base);
-    for (int k = 1; name && names_has(f->names, name); k++)
-        name = hs_arena_printf(a, "%s.%d", base, k);
+    int k = *next;
+    const char *name = k == 0 ? hs_arena_strdup(a, base)
+                              : hs_arena_printf(a, "%s.%d", base, k);
+    while (name && names_has(f->names, name))
+        name = hs_arena_printf(a, "%s.%d", base, ++k);
+    *next = k + 1;
     if (name && !names_add(f->names, name))
         return NULL;
     return name;
@@ -546,7 +554,8 @@ static hs_instruction *build_fusion(fuser *f, const group *g,
             f->moved_to[mem[k]] == g->root
                 ? i->name
                 : unique_name(f, hs_arena_printf(f->m->arena, "%s.clone",
-                                                 i->name));
+                                                 i->name),
+                              &f->clone_suffix[mem[k]]);
         hs_instruction *c = name ? clone_into(fc, i, ops, name) : NULL;
         if (!c)
             goto out;
@@ -641,11 +650,12 @@ static hs_status fuse_computation(fuser *f, hs_computation *c,
     f->dup = calloc((size_t)n, sizeof *f->dup);
     f->reuse = calloc((size_t)n, sizeof *f->reuse);
     f->clone = calloc((size_t)n, sizeof *f->clone);
+    f->clone_suffix = calloc((size_t)n, sizeof *f->clone_suffix);
     hs_instruction **repl = calloc((size_t)n, sizeof *repl);
     hs_status st = HS_OK;
     if (!f->users || !f->moved_to || !f->acc_group || !f->acc_users ||
         !f->acc_copied || !f->acc_reuse || !f->seen || !f->dup ||
-        !f->reuse || !f->clone || !repl) {
+        !f->reuse || !f->clone || !f->clone_suffix || !repl) {
         st = hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         goto out;
     }
@@ -689,10 +699,12 @@ out:
     free(f->dup);
     free(f->reuse);
     free(f->clone);
+    free(f->clone_suffix);
     free(repl);
     f->moved_to = f->acc_group = f->acc_users = f->seen = NULL;
     f->dup = f->reuse = f->acc_copied = f->acc_reuse = NULL;
     f->clone = NULL;
+    f->clone_suffix = NULL;
     return st;
 }
 
