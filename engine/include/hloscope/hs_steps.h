@@ -107,9 +107,10 @@ typedef struct hs_steps_summary {
     double goodput;
     /* flops per step x steady steps / (steady_wall x peak FLOP/s). */
     double mfu;
-    /* The device idles more than 1% of the steady wall time waiting for
-     * the host: the steps are host-bound (tracing-bound); else
-     * device-bound. */
+    /* In most steady steps (more than half) the device idles more than
+     * 1% of the step's wall time waiting for the host: the steps are
+     * host-bound (tracing-bound); else device-bound. A median, so that
+     * one slow trace does not decide it; goodput counts every step. */
     bool host_bound;
 } hs_steps_summary;
 

@@ -78,5 +78,11 @@ void hs_steps_summarize(const hs_step_timing *t, const hs_step_slot *s,
             out->mfu = flops_per_step * (double)out->steady_steps /
                        (out->steady_wall_seconds * peak_flops);
     }
-    out->host_bound = out->steady_idle_seconds > 0.01 * out->steady_wall_seconds;
+    /* The verdict looks at the median step, so that one slow trace (a
+     * page fault, another process) does not decide it. */
+    int64_t m = out->steady_steps, idle_steps = 0;
+    for (int64_t k = first; k < n; k++)
+        if (s[k].device_idle > 0.01 * s[k].wall_seconds)
+            idle_steps++;
+    out->host_bound = 2 * idle_steps > m;
 }
