@@ -59,34 +59,6 @@ static hs_model *load_model(srv *s, json_t *body, json_t *query,
     return m;
 }
 
-/* Arguments for an HLO module's entry parameters, as the CLI makes them:
- * U(-1, 1) from seed 0 and the parameter's name for f32, zeros otherwise. */
-static int make_hlo_args(api_program *p, hs_error *e)
-{
-    hs_computation *entry = p->hlo->entry;
-    p->n_hlo_args = entry->n_params;
-    p->hlo_args = calloc((size_t)(entry->n_params ? entry->n_params : 1),
-                         sizeof(hs_tensor *));
-    if (!p->hlo_args)
-        return hs_error_set(e, HS_ERR_NOMEM, "out of host memory"), -1;
-    for (int k = 0; k < entry->n_params; k++) {
-        const hs_instruction *param = entry->params[k];
-        if (hs_shape_is_tuple(&param->shape)) {
-            hs_error_set(e, HS_ERR_UNSUPPORTED,
-                         "parameter %s has a tuple shape; `run` needs array parameters",
-                         param->name);
-            return -1;
-        }
-        p->hlo_args[k] = hs_tensor_new(&param->shape);
-        if (!p->hlo_args[k])
-            return hs_error_set(e, HS_ERR_NOMEM, "out of host memory"), -1;
-        if (param->shape.dtype == HS_F32)
-            hs_model_fill_uniform(0, param->name, -1.0f, 1.0f,
-                                  hs_tensor_f32(p->hlo_args[k]),
-                                  hs_tensor_elements(p->hlo_args[k]));
-    }
-    return 0;
-}
 
 static int parse_hlo(json_t *body, hs_module **out, hs_error *e)
 {
@@ -249,7 +221,7 @@ int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
     if (check_run_limits(s, p, e) != 0)
         return -1;
     if (p->hlo)
-        return make_hlo_args(p, e);
+        return (p->hlo_args = hs_model_hlo_args(p->hlo, &p->n_hlo_args, e)) ? 0 : -1;
     /* Now draw the weights; the executable compiled from the shapes-only
      * trace fits the same graph (same fingerprint). */
     hs_model *full = load_model(s, body, query, false, e);

@@ -73,39 +73,6 @@ static char *read_file(const char *path, size_t *len, hs_error *e)
     return buf;
 }
 
-/* Arguments for an HLO module's entry parameters: U(-1, 1) from seed 0 and
- * the parameter's name for f32, zeros for other types. */
-static int make_hlo_args(cli_program *p, hs_error *e)
-{
-    hs_computation *entry = p->hlo->entry;
-    p->n_hlo_args = entry->n_params;
-    p->hlo_args = calloc((size_t)(entry->n_params ? entry->n_params : 1),
-                         sizeof(hs_tensor *));
-    if (!p->hlo_args) {
-        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
-        return -1;
-    }
-    for (int k = 0; k < entry->n_params; k++) {
-        const hs_instruction *param = entry->params[k];
-        if (hs_shape_is_tuple(&param->shape)) {
-            hs_error_set(e, HS_ERR_UNSUPPORTED,
-                         "parameter %s has a tuple shape; `run` needs array parameters",
-                         param->name);
-            return -1;
-        }
-        p->hlo_args[k] = hs_tensor_new(&param->shape);
-        if (!p->hlo_args[k]) {
-            hs_error_set(e, HS_ERR_NOMEM, "parameter %s: out of host memory",
-                         param->name);
-            return -1;
-        }
-        if (param->shape.dtype == HS_F32)
-            hs_model_fill_uniform(0, param->name, -1.0f, 1.0f,
-                                  hs_tensor_f32(p->hlo_args[k]),
-                                  hs_tensor_elements(p->hlo_args[k]));
-    }
-    return 0;
-}
 
 static int parse_hlo(const char *file, bool shapes_only, cli_program *p,
                      hs_error *e)
@@ -135,7 +102,10 @@ static int parse_hlo(const char *file, bool shapes_only, cli_program *p,
                      "`run` takes one", n);
         return -1;
     }
-    return shapes_only ? 0 : make_hlo_args(p, e);
+    if (shapes_only)
+        return 0;
+    p->hlo_args = hs_model_hlo_args(p->hlo, &p->n_hlo_args, e);
+    return p->hlo_args ? 0 : -1;
 }
 
 const char *cli_program_device(const cli_args *a, const cli_program *p)

@@ -204,6 +204,13 @@ void hs_model_free(hs_model *m);
  * model. Reads only: safe to call from several threads. */
 int hs_model_args(const hs_model *m, hs_tensor **args, int cap);
 
+/* Arguments for an imported HLO module's entry parameters, as `run` makes
+ * them for a .hlo file: f32 parameters ~ U(-1, 1) from seed 0 and stream
+ * <parameter name>, other element types zeros. Returns a malloc'ed array of
+ * *n new tensors (free each with hs_tensor_free, then the array), or NULL
+ * with *err (a tuple-shaped parameter, host OOM). */
+hs_tensor **hs_model_hlo_args(const hs_module *m, int *n, hs_error *err);
+
 /* Index of the parameter with that state_dict name, or -1. */
 int hs_model_find_param(const hs_model *m, const char *name);
 
