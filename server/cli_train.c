@@ -62,12 +62,24 @@ int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,
     int rc = -1;
     hs_executable *exe = NULL;
     hs_train_result res = {0};
+    hs_memory_timeline tl = {0};
     hs_compile_options co;
     hs_compile_options_init(&co);
     co.device = spec->name;
     co.pipeline = a->pipeline;
-    if (hs_compile(ts->module, &co, NULL, p->metrics, &exe, e) != HS_OK)
+    /* A step that cannot fit the device's HBM fails here, with XLA's
+     * out-of-memory report, rather than part-way through the run. */
+    co.hbm_bytes = HS_HBM_FROM_DEVICE;
+    char *oom = NULL;
+    co.oom_report = &oom;
+    if (hs_compile(ts->module, &co, NULL, p->metrics, &exe, e) != HS_OK) {
+        if (oom) {
+            print_residuals(ts);
+            fputs(oom, stderr);
+            free(oom);
+        }
         goto out;
+    }
     printf("train step:   %lld instructions traced, %lld optimized\n",
            (long long)hs_module_instruction_count(ts->module),
            (long long)hs_module_instruction_count(hs_executable_module(exe)));
@@ -80,7 +92,6 @@ int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,
            (long long)ms->device.argument_bytes,
            (long long)ms->device.output_bytes,
            (long long)ms->device.temp_bytes, (long long)ms->host.peak_bytes);
-    hs_memory_timeline tl = {0};
     hs_train_run_options ro = {.steps = a->steps,
                                .want_grads = a->dump != NULL,
                                .on_step = print_step,

@@ -493,6 +493,105 @@ static void oom_checked_against_device_preset_even_on_cache_hit(void **state)
     hs_module_free(m);
 }
 
+/* A scan's forward loop writes its stacked residuals one slice per step
+ * (dynamic-update-slice in place) and the backward loop reads them: CSE
+ * leaves one zero broadcast as the init of both stacks, so the loop must
+ * give the second stack a buffer of its own, and both live from the
+ * forward loop through the backward one. Each stack is f32[4,256] (4 KiB). */
+static const char *stacks_between_loops =
+    "HloModule stacks\n"
+    "fcond {\n"
+    "  cp = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}) parameter(0)\n"
+    "  ci = s32[] get-tuple-element(cp), index=0\n"
+    "  lim = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(ci, lim), direction=LT\n"
+    "}\n"
+    "fbody {\n"
+    "  bp = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}) parameter(0)\n"
+    "  i = s32[] get-tuple-element(bp), index=0\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  a = f32[4,256]{1,0} get-tuple-element(bp), index=1\n"
+    "  b = f32[4,256]{1,0} get-tuple-element(bp), index=2\n"
+    "  f = f32[] convert(i)\n"
+    "  row = f32[1,256]{1,0} broadcast(f), dimensions={}\n"
+    "  zero = s32[] constant(0)\n"
+    "  a1 = f32[4,256]{1,0} dynamic-update-slice(a, row, i, zero)\n"
+    "  e = f32[1,256]{1,0} exponential(row)\n"
+    "  b1 = f32[4,256]{1,0} dynamic-update-slice(b, e, i, zero)\n"
+    "  ROOT t = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}) tuple(i1, a1, b1)\n"
+    "}\n"
+    "rcond {\n"
+    "  cp = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}, f32[1,256]{1,0}) parameter(0)\n"
+    "  ci = s32[] get-tuple-element(cp), index=0\n"
+    "  lim = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(ci, lim), direction=LT\n"
+    "}\n"
+    "rbody {\n"
+    "  bp = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}, f32[1,256]{1,0}) parameter(0)\n"
+    "  i = s32[] get-tuple-element(bp), index=0\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  a = f32[4,256]{1,0} get-tuple-element(bp), index=1\n"
+    "  b = f32[4,256]{1,0} get-tuple-element(bp), index=2\n"
+    "  acc = f32[1,256]{1,0} get-tuple-element(bp), index=3\n"
+    "  zero = s32[] constant(0)\n"
+    "  sa = f32[1,256]{1,0} dynamic-slice(a, i, zero), dynamic_slice_sizes={1,256}\n"
+    "  sb = f32[1,256]{1,0} dynamic-slice(b, i, zero), dynamic_slice_sizes={1,256}\n"
+    "  m = f32[1,256]{1,0} multiply(sa, sb)\n"
+    "  acc1 = f32[1,256]{1,0} add(acc, m)\n"
+    "  ROOT t = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}, f32[1,256]{1,0}) tuple(i1, a, b, acc1)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  z = s32[] constant(0)\n"
+    "  c = f32[] constant(0)\n"
+    "  s = f32[4,256]{1,0} broadcast(c), dimensions={}\n"
+    "  init = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}) tuple(z, s, s)\n"
+    "  w = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}) while(init), condition=fcond, body=fbody\n"
+    "  ga = f32[4,256]{1,0} get-tuple-element(w), index=1\n"
+    "  gb = f32[4,256]{1,0} get-tuple-element(w), index=2\n"
+    "  z2 = s32[] constant(0)\n"
+    "  r0 = f32[1,256]{1,0} broadcast(c), dimensions={}\n"
+    "  init2 = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}, f32[1,256]{1,0}) tuple(z2, ga, gb, r0)\n"
+    "  w2 = (s32[], f32[4,256]{1,0}, f32[4,256]{1,0}, f32[1,256]{1,0}) while(init2), condition=rcond, body=rbody\n"
+    "  ROOT r = f32[1,256]{1,0} get-tuple-element(w2), index=3\n"
+    "}\n";
+
+static void stacked_residuals_live_between_forward_and_backward_loops(
+    void **state)
+{
+    (void)state;
+    hs_module *m = parse(stacks_between_loops);
+    hs_buffer_assignment *ba = assign(m);
+    /* s is the first stack; the second is the while's own buffer w{2}
+     * (its init is s too, which the loop writes). Both are live from the
+     * forward loop (4) to the backward loop (10), not returned unchanged
+     * by the forward body, so not loop invariants. */
+    const hs_logical_buffer *s = find(ba, "s"), *w2 = find(ba, "w{2}");
+    assert_non_null(s);
+    assert_non_null(w2);
+    assert_int_equal(w2->bytes, 4096);
+    assert_int_equal(w2->start, 4);
+    assert_true(s->end >= 10 && w2->end >= 10);
+    assert_null(find(ba, "w{1}"));
+    /* At the backward loop: both stacks (8 KiB), r0 (1 KiB) and the
+     * loops' small state. */
+    hs_buffer_peak pk = hs_buffers_peak(ba, HS_MEMSPACE_DEVICE);
+    assert_true(pk.bytes >= 2 * 4096 + 1024);
+    /* The device keeps both stacks too: run <= assigned <= run + the
+     * state the loops rewrite (index tables, counters, the accumulator). */
+    hs_error err;
+    hs_run_stats st;
+    assert_int_equal(hs_device_run(m, hs_device_find("tpu-v5e"), NULL, 0,
+                                   NULL, NULL, &st, &err),
+                     HS_OK);
+    assert_true(st.peak_device_bytes >= 2 * 4096 + 1024);
+    assert_true(pk.bytes >= st.peak_device_bytes);
+    assert_true(pk.bytes - st.peak_device_bytes <= 24 + 32 + 8 + 1024);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
 /* ---- cross-check with the device interpreter ------------------------------ */
 
 /* Bytes of the state a while keeps for the whole loop and its body
@@ -609,6 +708,7 @@ int main(void)
         cmocka_unit_test(oom_report_names_largest_buffers),
         cmocka_unit_test(oom_checked_against_device_preset_even_on_cache_hit),
         cmocka_unit_test(format_bytes_like_xla),
+        cmocka_unit_test(stacked_residuals_live_between_forward_and_backward_loops),
         cmocka_unit_test(assignment_peak_brackets_device_peak_for_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -149,6 +149,7 @@ void hs__ba_release(hs__ba *s)
         for (int k = 0; k < s->m->n_comps; k++) {
             free(s->comps[k].root_param);
             free(s->comps[k].root_param_node);
+            free(s->comps[k].root_written);
         }
     free(s->buf);
     free(s->donations);
@@ -396,11 +397,14 @@ static bool can_take(const hs__ba *s, int32_t b, const hs_shape *node, int k)
 }
 
 /* Whether the body returns node j of its parameter unchanged: a loop
- * invariant, such as the stacked weights of a scan. */
+ * invariant, such as the stacked weights of a scan. A node the body
+ * updates in place (a scan's stacked residuals, written one slice per
+ * step by a dynamic-update-slice) is the parameter's buffer too, but is
+ * not an invariant: the loop writes it, so it needs a buffer of its own. */
 static bool invariant(const hs__ba_comp *body, int j)
 {
     return body && j < body->n_root_nodes && body->root_param[j] == 0 &&
-           body->root_param_node[j] == j;
+           body->root_param_node[j] == j && !body->root_written[j];
 }
 
 /* While: the loop-carried buffers are the init's when the loop may update
@@ -414,6 +418,8 @@ static bool while_tree(hs__ba *s, const hs_instruction *w,
     int32_t b = s->tables[init_off + *node];
     if (invariant(body, *node) ||
         (can_take(s, b, sh, k) && s->mark[b] != stamp)) {
+        if (!invariant(body, *node))
+            s->buf[b].written = true;
         s->mark[b] = stamp;
         if (!push_id(s, b))
             return false;
@@ -610,8 +616,10 @@ static hs_status table_for(hs__ba *s, int k, bool entry, hs_error *err)
         /* In place, as XLA and the device do, when the operand's buffer
          * dies here. */
         if (op0 && nn == 1 && n0 == 1 &&
-            can_take(s, s->tables[off0], &i->shape, k))
+            can_take(s, s->tables[off0], &i->shape, k)) {
+            s->buf[s->tables[off0]].written = true;
             ok = push_id(s, s->tables[off0]);
+        }
         else
             ok = fresh_all(s, i, k, NULL);
         break;
@@ -737,15 +745,18 @@ static hs_status finish_root(hs__ba *s, hs__ba_comp *cc, uint8_t role,
     int nr = hs__ba_table(s, root, &rt);
     free(cc->root_param);
     free(cc->root_param_node);
+    free(cc->root_written);
     cc->root_param = malloc(sizeof(int32_t) * (size_t)(nr ? nr : 1));
     cc->root_param_node = malloc(sizeof(int32_t) * (size_t)(nr ? nr : 1));
-    if (!cc->root_param || !cc->root_param_node)
+    cc->root_written = malloc((size_t)(nr ? nr : 1));
+    if (!cc->root_param || !cc->root_param_node || !cc->root_written)
         return nomem(err);
     cc->n_root_nodes = nr;
     for (int j = 0; j < nr; j++) {
         const hs__buf *b = &s->buf[rt[j]];
         cc->root_param[j] = b->external ? b->param_number : -1;
         cc->root_param_node[j] = b->external ? b->param_node : -1;
+        cc->root_written[j] = b->external && b->written;
     }
     if (role & HS__ROLE_ENTRY) {
         for (int j = 0; j < nr; j++) {

@@ -61,6 +61,10 @@ typedef struct hs__buf {
     bool counted;    /* counts in this computation's live bytes */
     bool aliases_argument;
     bool donated;    /* an argument that input_output_alias lets go */
+    /* Updated in place (a dynamic-update-slice, a loop that carries it):
+     * a parameter the body returns after writing it is not a loop
+     * invariant. */
+    bool written;
     int param_number, param_node; /* external buffers: where they come from */
 } hs__buf;
 
@@ -77,6 +81,10 @@ typedef struct hs__ba_comp {
      * through unchanged, or -1 (number) when the computation makes it. */
     int n_root_nodes;
     int32_t *root_param, *root_param_node;
+    /* For each node of the root: the parameter's buffer it passes through
+     * was written in place on the way (a scan's stacked residuals): the
+     * node is not returned unchanged. */
+    uint8_t *root_written;
 } hs__ba_comp;
 
 typedef struct hs__ba {
