@@ -129,6 +129,19 @@ hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
                            hs_error *err);
 void hs_tensors_free(hs_tensor **ts, int n);
 
+/* The clock of a run of m on spec (NULL: the default preset) without
+ * running it: every live instruction in schedule order charged the
+ * roofline cost the interpreter charges, a while's condition and body once
+ * per iteration of its known_trip_count (once when unknown), host
+ * transfers on the same DMA-stream model (async copy-start overlapped
+ * until its copy-done). Needs no data, so shapes-only modules can be
+ * timed. Fills sim_seconds, flops, bytes_accessed, instructions and the
+ * transfer fields of *stats (peaks are 0: buffer assignment gives them,
+ * hs_buffers.h). For counted loops and no conditionals, equal to the run's
+ * figures. */
+hs_status hs_device_estimate(const hs_module *m, const hs_device_spec *spec,
+                             hs_run_stats *stats, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,10 +3,12 @@
  * step Gantt charts as Graphviz graphs with pinned positions, and a layout
  * step that turns DOT into SVG in an isolated worker process.
  *
+ *     hs_error err;
+ *     hs_render_init(&err);       // at program start, while single-threaded
+ *     ...
  *     hs_render_options o = {.expand = "layers.3"};   // zero = defaults
  *     char *dot, *svg;
  *     size_t dot_len, svg_len;
- *     hs_error err;
  *     if (hs_render_graph_dot(module, &o, &dot, &dot_len, &err) == HS_OK &&
  *         hs_render_layout(dot, HS_RENDER_ENGINE_GRAPH, "svg", 5000, &svg,
  *                          &svg_len, &err) == HS_OK) {
@@ -28,9 +30,11 @@
  * attributes) is sanitized and escaped; no input can break out of a DOT
  * string or produce invalid JSON.
  *
- * Reentrant: no function here keeps state between calls, every call works
- * on objects the caller owns, and the module is only read. Outputs are
- * malloc'ed, NUL-terminated and freed by the caller with free().
+ * Reentrant: the drawing functions keep no state between calls, work on
+ * objects the caller owns and only read the module; the one process-wide
+ * resource is the layout server behind hs_render_layout (guarded, shared
+ * by all threads). Outputs are malloc'ed, NUL-terminated and freed by the
+ * caller with free().
  */
 #ifndef HLOSCOPE_HS_RENDER_H
 #define HLOSCOPE_HS_RENDER_H
