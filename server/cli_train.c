@@ -44,8 +44,12 @@ static void print_residuals(const hs_train_step *ts)
     static const char *const names[] = {"save", "remat", "offload"};
     printf("residuals:    %s, %d scan(s): %lld bytes stacked on the device, "
            "%lld on the host\n",
-           ts->scan.n_offload ? "save + offload list" : names[ts->scan.policy],
+           ts->auto_choice         ? "auto"
+           : ts->scan.n_offload    ? "save + offload list"
+                                   : names[ts->scan.policy],
            r->n_loops, (long long)r->device_bytes, (long long)r->host_bytes);
+    if (ts->auto_choice)
+        printf("              %s\n", ts->auto_choice->text);
 }
 
 int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,

@@ -414,6 +414,192 @@ static void stacked_residuals_live_between_forward_and_backward_loops(
     }
 }
 
+/* "residuals": "auto" on examples/train_offload.json (teach-64m): save
+ * does not fit, so auto recomputes cheap residuals and offloads what is
+ * still needed; the step compiles against the HBM, runs within it, takes
+ * the time hs_device_estimate predicted, and trains bit for bit like save
+ * (run on a device where save fits). */
+static void auto_fits_where_save_ooms(void **state)
+{
+    (void)state;
+    hs_tensor **updated[2] = {NULL, NULL};
+    float loss[2];
+    int n = 0;
+    for (int p = 0; p < 2; p++) {
+        hs_error err;
+        hs_model *m = hs_model_load_file(HS_SOURCE_DIR
+                                         "/examples/train_offload.json",
+                                         NULL, &err);
+        if (!m)
+            fail_msg("load: %s", err.message);
+        m->residuals = p ? HS_RESIDUALS_AUTO : HS_RESIDUALS_SAVE;
+        hs_train_step *ts = hs_train_step_build(m, NULL, &err);
+        if (!ts)
+            fail_msg("build: %s", err.message);
+        const char *dev = p ? "teach-64m" : "tpu-v5e";
+        if (p) {
+            const hs_train_auto *a = ts->auto_choice;
+            assert_non_null(a);
+            print_message("%s\n", a->text);
+            assert_string_equal(a->device, "teach-64m");
+            assert_true(a->save_peak > a->hbm_bytes);
+            assert_true(a->fits && a->peak <= a->hbm_bytes);
+            assert_false(a->full_remat);
+            assert_true(a->n_offloaded + a->n_remat > 0);
+            assert_true(a->n_offloaded + a->n_remat < a->n_residuals);
+            assert_non_null(strstr(a->text, "auto: "));
+            assert_non_null(strstr(a->text, "save needs 93.27M > 64.00M HBM"));
+            /* The report says the same. */
+            int host = 0, remat = 0;
+            for (int k = 0; k < ts->scan_report->n_residuals; k++) {
+                host += ts->scan_report->residuals[k].host;
+                remat += ts->scan_report->residuals[k].remat;
+            }
+            assert_int_equal(host, a->n_offloaded);
+            assert_int_equal(remat, a->n_remat);
+            assert_int_equal(ts->scan_report->host_bytes, a->offloaded_bytes);
+        } else {
+            assert_null(ts->auto_choice);
+        }
+        hs_compile_options co;
+        hs_compile_options_init(&co);
+        co.device = dev;
+        co.hbm_bytes = HS_HBM_FROM_DEVICE;
+        hs_executable *exe;
+        if (hs_compile(ts->module, &co, NULL, NULL, &exe, &err) != HS_OK)
+            fail_msg("compile: %s", err.message);
+        hs_train_run_options ro = {.steps = 1,
+                                   .module = hs_executable_module(exe)};
+        hs_train_result r;
+        if (hs_train_run(ts, hs_device_find(dev), &ro, &r, &err) != HS_OK)
+            fail_msg("%s run: %s", dev, err.message);
+        if (p) {
+            assert_true(r.last.peak_device_bytes <= 64 * 1024 * 1024);
+            assert_true(r.last.peak_host_bytes > 0);
+            assert_true(r.last.sim_seconds ==
+                        ts->auto_choice->seconds);
+            assert_true(r.last.exposed_transfer_seconds ==
+                        ts->auto_choice->exposed_seconds);
+        }
+        loss[p] = r.losses[0];
+        n = r.n_params;
+        updated[p] = r.updated;
+        r.updated = NULL;
+        hs_train_result_free(&r);
+        hs_executable_release(exe);
+        hs_train_step_free(ts);
+        hs_model_free(m);
+    }
+    assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
+    for (int k = 0; k < n; k++)
+        assert_memory_equal(updated[0][k]->data, updated[1][k]->data,
+                            (size_t)hs_shape_bytes(&updated[0][k]->shape));
+    hs_tensors_free(updated[0], n);
+    hs_tensors_free(updated[1], n);
+}
+
+/* When save fits the device (the test decoder on tpu-v5e), auto saves
+ * everything, and trains exactly like save. */
+static void auto_keeps_save_when_it_fits(void **state)
+{
+    (void)state;
+    outcome s = {0}, a = {0};
+    train("scan", "\"save\"", &s);
+    train("scan", "\"auto\"", &a);
+    same_tensors(&s, &a);
+    assert_memory_equal(s.losses, a.losses, sizeof s.losses);
+    assert_int_equal(a.compiled_device_peak, s.compiled_device_peak);
+    assert_int_equal(a.report.host_bytes, 0);
+    assert_int_equal(a.report.device_bytes, s.report.device_bytes);
+    char json[1024];
+    snprintf(json, sizeof json, decoder, "scan", "\"auto\"");
+    hs_error err;
+    hs_model *m = hs_model_load(json, strlen(json), NULL, &err);
+    hs_train_step *ts = hs_train_step_build(m, NULL, &err);
+    assert_non_null(ts);
+    const hs_train_auto *c = ts->auto_choice;
+    assert_non_null(c);
+    assert_string_equal(c->device, "tpu-v5e");
+    assert_true(c->fits);
+    assert_int_equal(c->n_offloaded, 0);
+    assert_int_equal(c->n_remat, 0);
+    assert_false(c->full_remat);
+    assert_int_equal(c->peak, c->save_peak);
+    assert_int_equal(c->candidates, 1);
+    assert_non_null(strstr(c->text, "auto: saved all"));
+    hs_train_step_free(ts);
+    hs_model_free(m);
+    outcome_free(&s);
+    outcome_free(&a);
+}
+
+/* Per-residual placement: recomputing the element-wise residuals and
+ * offloading some of the others trains bit for bit like save. */
+static void per_residual_placement_is_bit_identical(void **state)
+{
+    (void)state;
+    outcome ref = {0};
+    train("scan", "\"save\"", &ref);
+    char json[1024];
+    snprintf(json, sizeof json, decoder, "scan", "\"save\"");
+    hs_error err;
+    hs_model *m = hs_model_load(json, strlen(json), NULL, &err);
+    /* Every third residual offloaded, every element-wise one recomputed. */
+    hs_scan_policy pl[HS_SCAN_REPORT_MAX];
+    int n = ref.report.n_residuals;
+    for (int k = 0; k < n; k++) {
+        hs_opcode op;
+        const char *o = ref.report.residuals[k].opcode;
+        bool ew = hs_opcode_parse(o, strlen(o), &op) &&
+                  hs_opcode_is_elementwise(op);
+        pl[k] = ew ? HS_SCAN_REMAT : k % 3 == 0 ? HS_SCAN_OFFLOAD
+                                                : HS_SCAN_SAVE;
+    }
+    int cursor = 0;
+    hs_scan_vjp_report rep = {0};
+    hs_scan_vjp_options so = {.policy = HS_SCAN_SAVE, .placement = pl,
+                              .n_placement = n, .cursor = &cursor,
+                              .report = &rep};
+    hs_train_options to = {.autodiff = {.while_vjp = hs_scan_while_vjp,
+                                        .while_user = &so}};
+    hs_train_step *ts = hs_train_step_build(m, &to, &err);
+    if (!ts)
+        fail_msg("build: %s", err.message);
+    assert_int_equal(rep.n_residuals, n);
+    int remat = 0, host = 0;
+    for (int k = 0; k < n; k++) {
+        remat += rep.residuals[k].remat;
+        host += rep.residuals[k].host;
+        assert_string_equal(rep.residuals[k].name, ref.report.residuals[k].name);
+        if (rep.residuals[k].remat)
+            assert_int_equal(pl[k], HS_SCAN_REMAT);
+    }
+    assert_true(remat > 0 && host > 0);
+    assert_true(rep.device_bytes + rep.host_bytes < ref.report.device_bytes);
+    hs_compile_options co;
+    hs_compile_options_init(&co);
+    co.device = "tpu-v5e";
+    hs_executable *exe;
+    if (hs_compile(ts->module, &co, NULL, NULL, &exe, &err) != HS_OK)
+        fail_msg("compile: %s", err.message);
+    hs_train_run_options ro = {.want_grads = true,
+                               .module = hs_executable_module(exe)};
+    hs_train_result r;
+    assert_int_equal(hs_train_run(ts, NULL, &ro, &r, &err), HS_OK);
+    assert_memory_equal(r.losses, ref.losses, sizeof ref.losses);
+    for (int k = 0; k < r.n_params; k++) {
+        assert_memory_equal(r.grads[k]->data, ref.grads[k]->data,
+                            (size_t)hs_shape_bytes(&r.grads[k]->shape));
+        assert_memory_equal(r.updated[k]->data, ref.updated[k]->data,
+                            (size_t)hs_shape_bytes(&r.updated[k]->shape));
+    }
+    hs_train_result_free(&r);
+    hs_executable_release(exe);
+    hs_train_step_free(ts);
+    hs_model_free(m);
+    outcome_free(&ref);
+}
+
 static void residuals_errors_name_the_path(void **state)
 {
     (void)state;
@@ -450,6 +636,9 @@ int main(void)
         cmocka_unit_test(synchronous_moves_expose_every_transfer),
         cmocka_unit_test(example_ooms_with_save_and_fits_with_offload),
         cmocka_unit_test(stacked_residuals_live_between_forward_and_backward_loops),
+        cmocka_unit_test(auto_fits_where_save_ooms),
+        cmocka_unit_test(auto_keeps_save_when_it_fits),
+        cmocka_unit_test(per_residual_placement_is_bit_identical),
         cmocka_unit_test(residuals_errors_name_the_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -170,6 +170,10 @@ typedef struct hs_scan_residual_info {
     int64_t bytes;    /* per step */
     int64_t steps;    /* stack length N */
     bool host;        /* stacked in host memory */
+    /* Not stacked: recomputed in the backward step from saved residuals
+     * (hs_scan_vjp_options.placement asked for HS_SCAN_REMAT and every
+     * carry-dependent operand is saved or recomputed itself). */
+    bool remat;
 } hs_scan_residual_info;
 
 /* Filled (appended to) by hs_scan_while_vjp: what each loop saved. */
@@ -193,6 +197,20 @@ typedef struct hs_scan_vjp_options {
      * are used. */
     bool no_prefetch;
     hs_scan_vjp_report *report; /* optional */
+    /* With HS_SCAN_SAVE or HS_SCAN_OFFLOAD: where each residual goes, by
+     * its index in the report (residuals of every loop differentiated with
+     * these options, in order; the report lists the same residuals in the
+     * same order under any placement). HS_SCAN_SAVE: the device;
+     * HS_SCAN_OFFLOAD: the host; HS_SCAN_REMAT: not stacked, recomputed in
+     * the backward step from its operands when every carry-dependent
+     * operand is saved (or itself recomputed), else saved. Residuals past
+     * n_placement follow policy and offload. The numerics do not change.
+     * *cursor (needed with placement) is the index of the next loop's
+     * first residual: the caller sets it to 0 before differentiating a
+     * module and each loop advances it. */
+    const hs_scan_policy *placement;
+    int n_placement;
+    int *cursor;
 } hs_scan_vjp_options;
 
 /* autodiff's while-loop hook (hs_autodiff_options.while_vjp, user = const

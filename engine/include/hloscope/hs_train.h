@@ -85,6 +85,28 @@ typedef struct hs_train_options {
     hs_autodiff_options autodiff;
 } hs_train_options;
 
+/* What "residuals": "auto" chose (hs_train_step.auto_choice), from
+ * compile-time figures: buffer assignment's device peak and
+ * hs_device_estimate's step time on the model's device. */
+typedef struct hs_train_auto {
+    const char *device;     /* the preset it planned for */
+    int64_t hbm_bytes;      /* its capacity */
+    bool fits;              /* the chosen placement fits hbm_bytes */
+    bool full_remat;        /* nothing per residual was enough: the whole
+                               body is recomputed (policy remat) */
+    int n_residuals;        /* residuals of the differentiated scans */
+    int n_offloaded, n_remat; /* residuals moved to host / recomputed */
+    int64_t offloaded_bytes, remat_bytes; /* their stacked bytes */
+    int64_t save_peak, peak;  /* compiled device peaks: all saved, chosen */
+    int64_t host_peak;        /* compiled host peak of the choice */
+    double save_seconds, seconds; /* estimated step: all saved, chosen */
+    double transfer_seconds, exposed_seconds; /* host link, chosen */
+    int candidates;         /* placements compiled to decide */
+    /* One paragraph: the choice and why, e.g. "auto: offloaded 3 of 22
+     * residuals (...): save needs 93.27M > 64.00M HBM on teach-64m; ...". */
+    char text[2048];
+} hs_train_auto;
+
 typedef struct hs_train_step {
     const hs_model *model; /* not owned; must outlive the step */
     hs_train_config config;
@@ -121,12 +143,30 @@ typedef struct hs_train_step {
      * differentiated loop saved, on the device or the host. */
     hs_scan_vjp_options scan;
     hs_scan_vjp_report *scan_report;
+    /* "residuals": "auto": the per-residual placement it chose (save,
+     * offload or remat, by report index; scan.placement points here) and
+     * why. NULL for the other policies. */
+    hs_scan_policy *placement;
+    int scan_cursor;
+    hs_train_auto *auto_choice;
 } hs_train_step;
 
 /* Builds the step module of a model that has a "train" section (else
  * HS_ERR_INVALID, path "/train"). opts may be NULL. Differentiating a
  * while loop (loop: "scan") needs opts->autodiff.while_vjp. The model must
- * outlive the step. */
+ * outlive the step.
+ *
+ * With "residuals": "auto" (and scan's reverse scan), the step is planned
+ * for the model's device (hs_model.device, else the default preset):
+ * built and compiled with every residual saved; if that peak fits the
+ * device's HBM, saved it stays. Otherwise, greedily: cheap residuals
+ * (element-wise ops of saved values) are recomputed, largest first, then
+ * the largest remaining ones move to host memory, the fewest bytes that
+ * close the gap first (transfers overlap the next layer's compute), each
+ * choice checked by compiling it; as a last resort the whole body is
+ * rematerialised. Only compile-time figures are used (buffer assignment,
+ * hs_device_estimate), and the numerics are those of save. auto_choice
+ * says what was chosen and why. */
 hs_train_step *hs_train_step_build(const hs_model *m,
                                    const hs_train_options *opts,
                                    hs_error *err);

@@ -244,6 +244,77 @@ static bool set_space(hs_arena *a, hs_instruction *i, slots *s)
     return true;
 }
 
+/* A loop's init tuple may hold one broadcast several times, or one that
+ * other instructions also read: CSE merges the zero broadcasts that
+ * initialise a scan's equal-shaped stacks. When only some of those stacks
+ * are offloaded, the shared init would tie host and device stacks to one
+ * memory space; each init element gets its own broadcast instead (a copy
+ * placed right before the tuple). Returns false on host OOM. */
+static bool unshare_loop_inits(hs_module *m, bool *changed)
+{
+    for (int c = 0; c < m->n_comps; c++) {
+        hs_computation *cc = m->comps[c];
+        hs_user_list *users = hs_computation_users(cc);
+        if (!users)
+            return false;
+        int n0 = cc->n_instrs;
+        for (int k = 0; k < cc->n_instrs; k++) {
+            hs_instruction *w = cc->instrs[k];
+            if (w->opcode != HS_OP_WHILE || w->n_operands != 1 ||
+                w->operands[0]->opcode != HS_OP_TUPLE)
+                continue;
+            hs_instruction *t = w->operands[0];
+            for (int o = 0; o < t->n_operands; o++) {
+                hs_instruction *x = t->operands[o];
+                if (x->opcode != HS_OP_BROADCAST ||
+                    x->shape.dtype == HS_TUPLE || x->scratch < 0 ||
+                    x->scratch >= n0)
+                    continue;
+                int uses = 0;
+                const hs_user_list *ul = &users[x->scratch];
+                for (int u = 0; u < ul->n; u++)
+                    for (int q = 0; q < ul->users[u]->n_operands; q++)
+                        uses += ul->users[u]->operands[q] == x;
+                if (uses < 2)
+                    continue;
+                hs_shape sh;
+                if (!hs_shape_copy(hs_instruction_arena(x), &sh, &x->shape))
+                    return false;
+                hs_instruction *y = hs_computation_add(
+                    cc, x->opcode, &sh, x->operands, x->n_operands, NULL);
+                if (!y || !hs_instruction_copy_attributes(y, x))
+                    return false;
+                y->scratch = -1;
+                /* Move y from the end to just before the tuple. */
+                int pt = -1;
+                for (int q = 0; q < cc->n_instrs; q++)
+                    if (cc->instrs[q] == t)
+                        pt = q;
+                int py = cc->n_instrs - 1;
+                if (pt < 0 || cc->instrs[py] != y)
+                    return false;
+                memmove(cc->instrs + pt + 1, cc->instrs + pt,
+                        sizeof *cc->instrs * (size_t)(py - pt));
+                cc->instrs[pt] = y;
+                t->operands[o] = y;
+                /* x has one use fewer; the users list is not read again
+                 * for y, and x keeps the others. */
+                for (int u = 0; u < ul->n; u++)
+                    if (ul->users[u] == t) {
+                        bool still = false;
+                        for (int q = 0; q < t->n_operands; q++)
+                            still |= t->operands[q] == x;
+                        if (!still)
+                            ul->users[u] = ul->users[--users[x->scratch].n];
+                        break;
+                    }
+                *changed = true;
+            }
+        }
+    }
+    return true;
+}
+
 hs_status hs_pass_host_offload_run(hs_module *m, hs_pass_context *ctx,
                                    bool *changed, hs_error *err)
 {
@@ -257,7 +328,7 @@ hs_status hs_pass_host_offload_run(hs_module *m, hs_pass_context *ctx,
         return HS_OK;
     slots s = {0};
     hs_status st = HS_OK;
-    if (!build_slots(m, &s)) {
+    if (!unshare_loop_inits(m, changed) || !build_slots(m, &s)) {
         st = hs_error_set(err, HS_ERR_NOMEM, "host-offload: out of host memory");
         goto out;
     }

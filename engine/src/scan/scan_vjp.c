@@ -62,6 +62,10 @@ typedef struct loopinfo {
      * position */
     bool *keep;
     bool *res_host;
+    /* every residual in report order (save's list), and which of them are
+     * recomputed instead of stacked (placement HS_SCAN_REMAT) */
+    int n_all, *all_pos;
+    bool *all_remat, *all_host;
     /* reverse-state layout */
     int n_slots;
     int *slot_ct;   /* by element: slot of its cotangent (carry, xs, inv acc), -1 */
@@ -599,6 +603,79 @@ static void cheap_recompute(loopinfo *L)
     free(in_r);
 }
 
+/* Whether residual y (body position p) can be recomputed in the backward
+ * step: every carry-dependent operand is stacked or recomputed itself. */
+static bool can_remat(const loopinfo *L, int p, const bool *stacked_at)
+{
+    const hs_instruction *y = L->body->instrs[p];
+    if (y->shape.dtype == HS_TUPLE || y->n_called > 0 ||
+        y->opcode == HS_OP_PARAMETER || y->opcode == HS_OP_RNG)
+        return false;
+    for (int o = 0; o < y->n_operands; o++) {
+        int q = L->idx_by_id[y->operands[o]->id];
+        if (q < 0)
+            return false;
+        if (L->dep[q] && !stacked_at[q] && !L->keep[q])
+            return false;
+    }
+    return true;
+}
+
+/* Where each residual goes: the policy, the offload list, then the
+ * per-residual placement; the stacks are the residuals not recomputed. */
+static void place_residuals(loopinfo *L)
+{
+    const hs_scan_vjp_options *o = L->opts;
+    hs_computation *body = L->body;
+    int base = o->cursor ? *o->cursor : 0;
+    bool *stacked_at = calloc((size_t)body->n_instrs + 1, sizeof *stacked_at);
+    L->n_all = L->n_res;
+    for (int r = 0; r < L->n_res; r++) {
+        const hs_instruction *y = body->instrs[L->res[r]];
+        bool host = o->policy == HS_SCAN_OFFLOAD;
+        for (int q = 0; !host && q < o->n_offload; q++)
+            host = name_matches(y->op_name, o->offload[q]);
+        int k = base + r;
+        if (o->placement && k < o->n_placement)
+            host = o->placement[k] == HS_SCAN_OFFLOAD;
+        L->all_pos[r] = L->res[r];
+        L->all_host[r] = host;
+        if (stacked_at)
+            stacked_at[L->res[r]] = true;
+    }
+    /* Recomputed residuals, in program order, so that a chain of them
+     * ends at stacked values. */
+    for (int r = 0; stacked_at && o->placement && r < L->n_res; r++) {
+        int k = base + r;
+        if (k >= o->n_placement || o->placement[k] != HS_SCAN_REMAT)
+            continue;
+        stacked_at[L->res[r]] = false;
+        if (can_remat(L, L->res[r], stacked_at)) {
+            L->all_remat[r] = true;
+            L->all_host[r] = false;
+            L->keep[L->res[r]] = true;
+        } else {
+            stacked_at[L->res[r]] = true;
+        }
+    }
+    free(stacked_at);
+    if (o->cursor)
+        *o->cursor = base + L->n_res;
+    int n = 0;
+    for (int r = 0; r < L->n_all; r++) {
+        if (L->all_remat[r])
+            continue;
+        const hs_instruction *y = body->instrs[L->all_pos[r]];
+        L->res[n] = L->all_pos[r];
+        L->res_host[n] = L->all_host[r];
+        L->stack_src[n] = L->all_pos[r];
+        L->stack_shape[n] = hs_shape_make(y->shape.dtype, y->shape.rank,
+                                          y->shape.dims);
+        n++;
+    }
+    L->n_res = L->n_stacks = n;
+}
+
 /* Builds the reverse step in a scratch module and lists the carry-dependent
  * forward values the VJP reads. */
 static hs_status find_residuals(loopinfo *L, hs_error *err)
@@ -611,8 +688,12 @@ static hs_status find_residuals(loopinfo *L, hs_error *err)
     L->stack_pre = calloc(cap, sizeof(int));
     L->stack_shape = calloc(cap, sizeof(hs_shape));
     L->keep = calloc(cap, sizeof(bool));
+    L->all_pos = calloc(cap, sizeof(int));
+    L->all_remat = calloc(cap, sizeof(bool));
+    L->all_host = calloc(cap, sizeof(bool));
     if (!L->res || !L->res_host || !L->stack_src || !L->stack_pre ||
-        !L->stack_shape)
+        !L->stack_shape || !L->keep || !L->all_pos || !L->all_remat ||
+        !L->all_host)
         return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
     if (L->opts->policy == HS_SCAN_REMAT) {
         for (int k = 1; k < L->n; k++)
@@ -691,17 +772,7 @@ static hs_status find_residuals(loopinfo *L, hs_error *err)
     L->slot_ct = L->slot_val = L->slot_acc = NULL;
     if (st != HS_OK)
         return st;
-    for (int r = 0; r < L->n_res; r++) {
-        const hs_instruction *y = body->instrs[L->res[r]];
-        bool host = L->opts->policy == HS_SCAN_OFFLOAD;
-        for (int q = 0; !host && q < L->opts->n_offload; q++)
-            host = name_matches(y->op_name, L->opts->offload[q]);
-        L->res_host[r] = host;
-        L->stack_src[r] = L->res[r];
-        L->stack_shape[r] = hs_shape_make(y->shape.dtype, y->shape.rank,
-                                          y->shape.dims);
-    }
-    L->n_stacks = L->n_res;
+    place_residuals(L);
     return HS_OK;
 }
 
@@ -711,6 +782,31 @@ static void report(loopinfo *L)
     if (!r)
         return;
     r->n_loops++;
+    if (L->opts->policy != HS_SCAN_REMAT) {
+        for (int a = 0; a < L->n_all; a++) {
+            const hs_instruction *y = L->body->instrs[L->all_pos[a]];
+            int64_t bytes = hs_shape_bytes(&y->shape);
+            if (L->all_remat[a])
+                ;
+            else if (L->all_host[a])
+                r->host_bytes += bytes * L->N;
+            else
+                r->device_bytes += bytes * L->N;
+            if (r->n_residuals >= HS_SCAN_REPORT_MAX)
+                continue;
+            hs_scan_residual_info *ri = &r->residuals[r->n_residuals++];
+            snprintf(ri->name, sizeof ri->name, "%s",
+                     y->op_name ? y->op_name : y->name);
+            snprintf(ri->opcode, sizeof ri->opcode, "%s",
+                     hs_opcode_name(y->opcode));
+            hs_shape_print(&y->shape, false, ri->shape, sizeof ri->shape);
+            ri->bytes = bytes;
+            ri->steps = L->N;
+            ri->host = L->all_host[a];
+            ri->remat = L->all_remat[a];
+        }
+        return;
+    }
     for (int s = 0; s < L->n_stacks; s++) {
         bool host = L->opts->policy != HS_SCAN_REMAT && L->res_host[s];
         int64_t bytes = hs_shape_bytes(&L->stack_shape[s]);
@@ -1000,6 +1096,9 @@ static void free_info(loopinfo *L)
     free(L->ds_elem);
     free(L->res);
     free(L->res_host);
+    free(L->all_pos);
+    free(L->all_remat);
+    free(L->all_host);
     free(L->keep);
     free(L->slot_ct);
     free(L->slot_val);

@@ -273,6 +273,7 @@ hs_train_step *hs_train_step_build(const hs_model *m,
         ts->scan.offload = m->offload_names;
         ts->scan.n_offload = m->n_offload_names;
         ts->scan.report = ts->scan_report;
+        ts->scan.cursor = &ts->scan_cursor;
         ts->options.autodiff.while_vjp = hs_scan_while_vjp;
         ts->options.autodiff.while_user = &ts->scan;
     }
@@ -281,12 +282,29 @@ hs_train_step *hs_train_step_build(const hs_model *m,
         hs_error_set(err, HS_ERR_NOMEM, "train: out of host memory");
         return NULL;
     }
-    ts->module = build_module(ts, true, err);
+    if (m->residuals == HS_RESIDUALS_AUTO && ts->scan.cursor &&
+        m->n_offload_names == 0) {
+        if (hs__train_auto(ts, err) != HS_OK) {
+            hs_train_step_free(ts);
+            return NULL;
+        }
+    } else {
+        ts->module = build_module(ts, true, err);
+    }
     if (!ts->module) {
         hs_train_step_free(ts);
         return NULL;
     }
     return ts;
+}
+
+hs_module *hs__train_build_module(hs_train_step *ts, bool with_update,
+                                  hs_error *err)
+{
+    ts->scan_cursor = 0;
+    if (ts->scan.report)
+        memset(ts->scan.report, 0, sizeof *ts->scan.report);
+    return build_module(ts, with_update, err);
 }
 
 /* The gradient module, built on first use. */
@@ -296,6 +314,7 @@ hs_module *hs__train_grad_module(hs_train_step *ts, hs_error *err)
         /* The step module already reported the loops. */
         hs_scan_vjp_report *r = ts->scan.report;
         ts->scan.report = NULL;
+        ts->scan_cursor = 0;
         ts->grad_module = build_module(ts, false, err);
         ts->scan.report = r;
     }
@@ -314,6 +333,8 @@ void hs_train_step_free(hs_train_step *ts)
     free(ts->param_shapes);
     free(ts->alias);
     free(ts->scan_report);
+    free(ts->placement);
+    free(ts->auto_choice);
     hs_module_free(ts->module);
     hs_module_free(ts->grad_module);
     free(ts);

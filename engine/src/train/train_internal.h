@@ -8,4 +8,13 @@
  * built on first use and kept in ts. NULL with *err on failure. */
 hs_module *hs__train_grad_module(hs_train_step *ts, hs_error *err);
 
+/* step.c: builds the step module (with_update) or the gradient module
+ * with ts's current scan options (the report and cursor are reset). */
+hs_module *hs__train_build_module(hs_train_step *ts, bool with_update,
+                                  hs_error *err);
+
+/* auto.c: "residuals": "auto": chooses ts->placement, sets ts->module to
+ * the step built with it, fills ts->auto_choice. */
+hs_status hs__train_auto(hs_train_step *ts, hs_error *err);
+
 #endif

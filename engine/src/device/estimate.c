@@ -1,0 +1,175 @@
+/*
+ * estimate.c - hs_device_estimate: the device's clock without running it.
+ *
+ * Walks a compiled module in its schedule as the interpreter does (dead
+ * instructions skipped, a while's condition and body once per iteration of
+ * its known trip count, calls inlined, a fused computation charged as one
+ * instruction) and charges every instruction the roofline cost the
+ * interpreter charges (dev_cost). Host transfers run on the same model of
+ * the DMA stream: one copy at a time, a copy-start returns at once and its
+ * copy-done waits for the copy; a synchronous move waits for the stream
+ * and its whole copy. No values are computed, so a shapes-only module (a
+ * train step of a 128-layer scan) is timed in microseconds per
+ * instruction, and the result is the run's sim_seconds exactly for modules
+ * whose control flow does not depend on data (counted loops).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device_internal.h"
+
+enum { MAX_DEPTH = 64 };
+
+typedef struct est {
+    const hs_device_spec *spec;
+    const hs_module *m;
+    double now, dma_free, exposed;
+    double flops, bytes, tsec, tbytes;
+    int64_t instructions;
+    double *ready; /* by instruction id: when a copy-start's copy ends */
+    bool unknown_trip;
+} est;
+
+/* Live instructions of c: reachable from the root through operands. */
+static bool *live_set(const hs_module *m, const hs_computation *c)
+{
+    bool *live = calloc((size_t)m->next_id + 1, sizeof *live);
+    const hs_instruction **stack =
+        malloc(sizeof *stack * ((size_t)c->n_instrs + 1));
+    if (!live || !stack) {
+        free(live);
+        free(stack);
+        return NULL;
+    }
+    int n = 0;
+    if (c->root && c->root->id >= 0 && c->root->id < m->next_id) {
+        live[c->root->id] = true;
+        stack[n++] = c->root;
+    }
+    while (n > 0) {
+        const hs_instruction *i = stack[--n];
+        for (int o = 0; o < i->n_operands; o++) {
+            const hs_instruction *x = i->operands[o];
+            if (x && x->id >= 0 && x->id < m->next_id && !live[x->id] &&
+                n < c->n_instrs) {
+                live[x->id] = true;
+                stack[n++] = x;
+            }
+        }
+    }
+    free(stack);
+    return live;
+}
+
+static void charge(est *e, const hs_instruction *in)
+{
+    double f, b, sec;
+    dev_cost(e->spec, in, &f, &b, &sec);
+    e->flops += f;
+    e->bytes += b;
+    e->instructions++;
+    if (in->opcode == HS_OP_COPY_DONE && in->n_operands > 0) {
+        int id = in->operands[0]->id;
+        double ready = id >= 0 && id < e->m->next_id ? e->ready[id] : 0;
+        if (ready > e->now) {
+            e->exposed += ready - e->now;
+            e->now = ready;
+        }
+    }
+    if (!dev_is_host_transfer(in)) {
+        e->now += sec;
+        return;
+    }
+    e->tsec += sec;
+    e->tbytes += b;
+    double start = e->dma_free > e->now ? e->dma_free : e->now;
+    double end = start + sec;
+    e->dma_free = end;
+    if (in->opcode == HS_OP_COPY_START) {
+        if (in->id >= 0 && in->id < e->m->next_id)
+            e->ready[in->id] = end;
+    } else {
+        e->exposed += end - e->now;
+        e->now = end;
+    }
+}
+
+static hs_status walk(est *e, const hs_computation *c, int depth,
+                      hs_error *err)
+{
+    if (depth > MAX_DEPTH)
+        return hs_error_set(err, HS_ERR_LIMIT,
+                            "estimate: computations nested more than %d "
+                            "deep at %s", MAX_DEPTH, c->name);
+    bool *live = live_set(e->m, c);
+    if (!live)
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    hs_status st = HS_OK;
+    for (int k = 0; st == HS_OK && k < c->n_instrs; k++) {
+        const hs_instruction *in = c->instrs[k];
+        if (in->id < 0 || in->id >= e->m->next_id || !live[in->id] ||
+            in->opcode == HS_OP_PARAMETER)
+            continue;
+        switch (in->opcode) {
+        case HS_OP_WHILE: {
+            int64_t trip = in->known_trip_count;
+            if (trip < 0) {
+                e->unknown_trip = true;
+                trip = 1;
+            }
+            e->instructions++;
+            for (int64_t t = 0; st == HS_OK && t <= trip; t++) {
+                if (in->n_called > 0)
+                    st = walk(e, in->called[0], depth + 1, err);
+                if (st == HS_OK && t < trip && in->n_called > 1)
+                    st = walk(e, in->called[1], depth + 1, err);
+            }
+            break;
+        }
+        case HS_OP_CALL:
+            e->instructions++;
+            if (in->n_called > 0)
+                st = walk(e, in->called[0], depth + 1, err);
+            break;
+        case HS_OP_CONDITIONAL:
+            /* The first branch: which one runs depends on data. */
+            e->instructions++;
+            if (in->n_called > 0)
+                st = walk(e, in->called[0], depth + 1, err);
+            break;
+        default:
+            charge(e, in);
+            break;
+        }
+    }
+    free(live);
+    return st;
+}
+
+hs_status hs_device_estimate(const hs_module *m, const hs_device_spec *spec,
+                             hs_run_stats *stats, hs_error *err)
+{
+    memset(stats, 0, sizeof *stats);
+    if (!m || !m->entry)
+        return hs_error_set(err, HS_ERR_INVALID, "estimate: no module");
+    if (!spec)
+        spec = hs_device_find(hs_device_default_name());
+    est e = {.spec = spec, .m = m};
+    e.ready = calloc((size_t)m->next_id + 1, sizeof *e.ready);
+    if (!e.ready)
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    hs_status st = walk(&e, m->entry, 0, err);
+    free(e.ready);
+    if (st != HS_OK)
+        return st;
+    /* The run ends when both streams are idle. */
+    double end = e.dma_free > e.now ? e.dma_free : e.now;
+    stats->sim_seconds = end;
+    stats->flops = e.flops;
+    stats->bytes_accessed = e.bytes;
+    stats->instructions = e.instructions;
+    stats->host_transfer_seconds = e.tsec;
+    stats->host_transfer_bytes = e.tbytes;
+    stats->exposed_transfer_seconds = e.exposed;
+    return HS_OK;
+}
