@@ -138,9 +138,9 @@ done:
 }
 #endif
 
-/* Executes p on its device and adds "run" and "outputs" to sum. The device
- * API has no deadline of its own: the deadline is checked before the run,
- * and the run limits (--max-run-flops, --max-run-bytes) bound its length. */
+/* Executes p on its device and adds "run" and "outputs" to sum. The run
+ * stops at the request's deadline (HS_ERR_CANCELLED -> 503), and the run
+ * limits (--max-run-flops, --max-run-bytes) refuse long runs up front. */
 static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
                        hs_error *e)
 {
@@ -166,8 +166,9 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
     hs_run_stats st;
     memset(&st, 0, sizeof st);
     int64_t t0 = hs_now_ns();
-    hs_status rc = hs_device_run(hs_executable_module(p->exe), spec, args, n_args,
-                                 &outs, &n_outs, &st, e);
+    hs_run_options ro = {.deadline_ns = deadline_ns > 0 ? deadline_ns : 0};
+    hs_status rc = hs_device_run_ex(hs_executable_module(p->exe), spec, args, n_args,
+                                    &outs, &n_outs, &ro, &st, e);
     hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
     if (p->model)
         free(args);

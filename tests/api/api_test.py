@@ -601,6 +601,30 @@ def curl_script(s, name):
     return p.stdout
 
 
+@test
+def run_stops_at_its_deadline(s):
+    """A run longer than its deadline is stopped inside the interpreter (not
+    only refused before it starts) and answered with 503."""
+    s2 = Server("--max-run-flops", "1e12", "--max-run-bytes", "1e11")
+    try:
+        # Small weights and a large batch: loading and compiling take well
+        # under the deadline, the run itself ~10 s (5.5e11 FLOPs of dot).
+        model = {"name": "long-batch", "input": {"shape": [65536, 256]},
+                 "layers": [{"repeat": 64, "block": {"type": "linear", "features": 256}}]}
+        t0 = time.time()
+        status, _, data = s2.post("/v1/run?timeout_ms=1500", model)
+        took = time.time() - t0
+        e = error_of(data)
+        check(status == 503 and e["code"] == "deadline_exceeded", "deadline: 503", data)
+        check("run stopped at its deadline" in e["message"],
+              "the interpreter stopped the run", data)
+        check(took < 5, "answered soon after the deadline (%.1f s)" % took)
+        status, _, data = s2.get("/healthz")
+        check(status == 200, "the server still answers", data)
+    finally:
+        s2.close()
+
+
 for _script in ("compile", "run", "compare", "svg"):
     def _make(script):
         def fn(s):

@@ -13,6 +13,8 @@
 #ifndef HLOSCOPE_HS_DEVICE_H
 #define HLOSCOPE_HS_DEVICE_H
 
+#include <stdatomic.h>
+
 #include "hloscope/hs_ir.h"
 #include "hloscope/hs_tensor.h"
 
@@ -109,6 +111,14 @@ typedef struct hs_run_options {
     /* When set, receives every buffer and transfer of the run (emptied
      * first; free with hs_memory_timeline_free). */
     hs_memory_timeline *timeline;
+    /* Absolute CLOCK_MONOTONIC time in ns after which the run stops with
+     * HS_ERR_CANCELLED (checked before every instruction of more than 1e6
+     * FLOPs + bytes and every 64 others, loop iterations included); 0 = no
+     * deadline. */
+    int64_t deadline_ns;
+    /* Set to true from any thread to stop the run (HS_ERR_CANCELLED); may
+     * be NULL. */
+    atomic_bool *cancel;
 } hs_run_options;
 
 /* Runs the entry computation of m with args[i] bound to parameter(i).

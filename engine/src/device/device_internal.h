@@ -104,6 +104,8 @@ struct dev_ctx {
     double now, dma_free, exposed_seconds;
     int64_t step_now;
     hs_memory_timeline *tl; /* recording, or NULL */
+    int64_t deadline_ns;    /* hs_run_options: 0 = none */
+    atomic_bool *cancel;    /* hs_run_options: may be NULL */
     dev_val *val_pool;
     dev_block *block_pool;
     dev_block *cache; /* freed owned blocks kept for reuse */

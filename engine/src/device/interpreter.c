@@ -82,6 +82,24 @@ static void dma(dev_ctx *x, const dev_step *s, dev_val *out)
     r->exposed_seconds = exposed;
 }
 
+/* A run past its deadline or cancelled by its caller stops here, between
+ * two instructions, releasing what it holds like any other error. */
+static hs_status check_cancelled(dev_ctx *x)
+{
+    if (x->cancel && atomic_load(x->cancel))
+        return hs_error_set(x->err, HS_ERR_CANCELLED, "run cancelled");
+    if (x->deadline_ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        if ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec > x->deadline_ns)
+            return hs_error_set(x->err, HS_ERR_CANCELLED,
+                                "run stopped at its deadline after %lld "
+                                "instructions",
+                                (long long)x->step_now);
+    }
+    return HS_OK;
+}
+
 hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
                    dev_val **result)
 {
@@ -113,6 +131,12 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
     double flops = 0, bytes = 0, tsec = 0, tbytes = 0;
     for (; s < end; s++) {
         x->cur = s->in;
+        /* Checked before every heavy instruction and every 64 light ones,
+         * so a run overshoots its deadline by at most one instruction. */
+        if ((x->deadline_ns || x->cancel) &&
+            ((x->step_now & 63) == 0 || s->flops + s->bytes > 1e6) &&
+            (st = check_cancelled(x)) != HS_OK)
+            break;
         dev_val *out = NULL;
         /* copy-done waits for its transfer on the DMA stream. */
         double ready = s->in->opcode == HS_OP_COPY_DONE && s->n_ops > 0 &&
@@ -318,6 +342,10 @@ hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
     if (opts && opts->timeline) {
         hs_memory_timeline_free(opts->timeline);
         x.tl = opts->timeline;
+    }
+    if (opts) {
+        x.deadline_ns = opts->deadline_ns;
+        x.cancel = opts->cancel;
     }
     const hs_computation *entry = m->entry;
     dev_val **params = NULL, **pins = NULL;
