@@ -166,7 +166,8 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
     hs_run_stats st;
     memset(&st, 0, sizeof st);
     int64_t t0 = hs_now_ns();
-    hs_run_options ro = {.deadline_ns = deadline_ns > 0 ? deadline_ns : 0};
+    hs_run_options ro = {.deadline_ns = deadline_ns > 0 ? deadline_ns : 0,
+                         .cancel = &s->cancel}; /* set at shutdown */
     hs_status rc = hs_device_run_ex(hs_executable_module(p->exe), spec, args, n_args,
                                     &outs, &n_outs, &ro, &st, e);
     hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);

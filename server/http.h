@@ -205,7 +205,7 @@ struct srv {
     srv_metrics *metrics;
     srv_pool *pool;
     atomic_bool shutting_down;
-    atomic_bool cancel;        /* set at shutdown: compiles stop */
+    atomic_bool cancel;        /* set at shutdown: compiles and runs stop */
     atomic_int inflight;       /* deferred handlers queued or running */
     atomic_int active;         /* requests between first byte and reply sent */
     double started;            /* CLOCK_MONOTONIC seconds */
