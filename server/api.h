@@ -18,6 +18,7 @@
 
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_steps.h"
 #include "http.h"
 
 #define API_ID_LEN 32
@@ -89,10 +90,34 @@ json_t *api_links(const char *id, const char *endpoint);
 json_t *api_memory_json(const hs_module *m, const char *device, bool timeline);
 json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
                     hs_error *e);
-/* The step timeline of a run summary (api_steps.c): host trace/compile and
- * device execute segments per step, goodput. NULL with *e set when the
- * summary is not a run's. */
-json_t *api_steps_json(json_t *summary, hs_error *e);
+/* ---- steps (api_steps.c) -------------------------------------------------- */
+
+#define API_STEPS_DEFAULT 10
+#define API_STEPS_MAX 100
+#define API_STEPS_MAX_QUEUE 64
+
+/* The settings of GET /v1/results/{id}/steps.json|svg. */
+typedef struct api_steps_params {
+    int64_t steps;         /* ?steps, 1..API_STEPS_MAX */
+    int queue;             /* ?queue, 0..API_STEPS_MAX_QUEUE */
+    double op_overhead_us; /* ?frontend's preset or ?op_overhead_us */
+    const char *frontend;  /* preset name, "custom" or "hloscope" (static) */
+    bool train;            /* ?mode=train */
+} api_steps_params;
+
+/* Reads and checks the query (422 with path ?name on a bad value). */
+int api_steps_params_parse(const srv_request *rq, api_steps_params *p, hs_error *e);
+/* The normalized settings, for the artefact cache key. */
+void api_steps_key(const api_steps_params *p, char *out, size_t size);
+/* hs_steps_run on the model of a stored run request (canonical text) with
+ * its overrides; summary_text is the stored summary (must be a run's). */
+int api_steps_run(const char *request_text, const char *summary_text,
+                  const api_steps_params *p, int64_t deadline_ns,
+                  hs_steps_result *r, hs_error *e);
+/* hs_steps_json plus the result id. */
+json_t *api_steps_json(const char *id, const hs_steps_result *r);
+/* The result again from that JSON text (enough to draw its chart). */
+int api_steps_from_json(const char *text, hs_steps_result *r);
 
 /* ---- requests in flight (api_flights.c) ---------------------------------- */
 

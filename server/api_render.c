@@ -303,53 +303,20 @@ int api_render_memory(srv *s, const hs_module *m, const char *device,
 
 /* ---- step timeline ------------------------------------------------------- */
 
-int api_render_steps(srv *s, json_t *steps, const srv_request *rq,
+int api_render_steps(srv *s, const hs_steps_result *r, const srv_request *rq,
                      srv_reply *rp, hs_error *e)
 {
     (void)s;
 #ifdef API_HAVE_RENDER
-    json_t *lanes[2] = {json_object_get(steps, "host"), json_object_get(steps, "device")};
-    size_t n = json_array_size(lanes[0]) + json_array_size(lanes[1]), k = 0;
-    hs_gantt_segment *seg = calloc(n ? n : 1, sizeof *seg);
-    char (*labels)[32] = calloc(n ? n : 1, sizeof *labels);
-    if (!seg || !labels) {
-        free(seg), free(labels);
-        return hs_error_set(e, HS_ERR_NOMEM, "out of host memory"), -1;
-    }
-    for (int lane = 0; lane < 2; lane++) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(lanes[lane], i, v)
-        {
-            const char *kind = json_string_value(json_object_get(v, "kind"));
-            snprintf(labels[k], sizeof labels[k], "%s %lld", kind ? kind : "",
-                     (long long)json_integer_value(json_object_get(v, "step")));
-            seg[k].lane = lane ? HS_GANTT_DEVICE : HS_GANTT_HOST;
-            seg[k].label = labels[k];
-            seg[k].kind = kind;
-            seg[k].start = json_number_value(json_object_get(v, "start"));
-            seg[k].end = json_number_value(json_object_get(v, "end"));
-            k++;
-        }
-    }
-    char title[160];
-    snprintf(title, sizeof title, "%lld steps: goodput %.1f%%%s",
-             (long long)json_integer_value(json_object_get(steps, "steps")),
-             100 * json_number_value(json_object_get(steps, "goodput")),
-             json_is_true(json_object_get(steps, "tracing_bound")) ? " (tracing-bound)" : "");
-    hs_gantt_options o;
-    memset(&o, 0, sizeof o);
-    o.title = title;
-    char *dot = NULL;
+    int64_t ms = layout_timeout_ms(rq, e);
+    char *svg = NULL;
     size_t len = 0;
-    hs_status st = hs_render_gantt_dot(seg, k, &o, &dot, &len, e);
-    free(seg);
-    free(labels);
-    if (st != HS_OK)
+    if (ms < 0 || hs_steps_svg(r, ms, &svg, &len, e) != HS_OK)
         return -1;
-    return layout_svg(rq, dot, HS_RENDER_ENGINE_PINNED, rp, e);
+    srv_reply_text(rp, 200, "image/svg+xml", svg, len);
+    return 0;
 #else
-    (void)steps, (void)rq, (void)e;
+    (void)r, (void)rq, (void)e;
     srv_reply_error(rp, 501, "unsupported", "",
                     "this build has no render module (engine/src/render)");
     return 0;

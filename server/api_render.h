@@ -3,6 +3,7 @@
 #ifndef HLOSCOPE_API_RENDER_H
 #define HLOSCOPE_API_RENDER_H
 
+#include "hloscope/hs_steps.h"
 #include "http.h"
 
 typedef enum api_graph_format {
@@ -19,8 +20,9 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
 int api_render_memory(srv *s, const hs_module *m, const char *device,
                       const srv_request *rq, srv_reply *rp, hs_error *e);
 
-/* The step timeline (api_steps_json's) as a Gantt chart in SVG. */
-int api_render_steps(srv *s, json_t *steps, const srv_request *rq,
+/* A step timeline (hs_steps_run's) as its two-lane Gantt chart in SVG
+ * (hs_steps_svg, under the request's deadline). */
+int api_render_steps(srv *s, const hs_steps_result *r, const srv_request *rq,
                      srv_reply *rp, hs_error *e);
 
 #endif

@@ -96,21 +96,34 @@ srv_outcome api_result_summary(srv *s, srv_request *rq, srv_reply *rp)
     return out;
 }
 
-/* The LRU key of an artefact: id, kind and the query that shapes it. */
-static void artefact_key(const srv_request *rq, const char *id, const char *kind,
-                         char *key, size_t size)
+/* The LRU key of an artefact: id, kind and the query that shapes it (for
+ * the step timeline, its normalized settings). -1 with *e set when those
+ * settings are bad. */
+static int artefact_key(const srv_request *rq, const char *id, const char *kind,
+                        char *key, size_t size, hs_error *e)
 {
     int n = snprintf(key, size, "%s/%s", id, kind);
+    if (strncmp(kind, "steps", 5) == 0) {
+        api_steps_params sp;
+        if (api_steps_params_parse(rq, &sp, e) != 0)
+            return -1;
+        char q[256];
+        api_steps_key(&sp, q, sizeof q);
+        snprintf(key + n, size - (size_t)n, "?%s", q);
+        return 0;
+    }
     static const char *const shaping[] = {"stage", "expand", "computation"};
     for (int k = 0; k < 3 && n > 0 && (size_t)n < size; k++) {
         const char *v = srv_query(rq, shaping[k]);
         if (v)
             n += snprintf(key + n, size - (size_t)n, "&%s=%s", shaping[k], v);
     }
+    return 0;
 }
 
-static srv_outcome artefact(srv *s, srv_request *rq, srv_reply *rp,
-                            const char *kind, artefact_fn make)
+/* build: make needs the compiled program (else p is empty). */
+static srv_outcome artefact_at(srv *s, srv_request *rq, srv_reply *rp,
+                               const char *kind, artefact_fn make, bool build)
 {
     const char *id = id_of(rq, rp);
     if (!id)
@@ -118,7 +131,10 @@ static srv_outcome artefact(srv *s, srv_request *rq, srv_reply *rp,
     char key[512], *data;
     size_t len;
     const char *type;
-    artefact_key(rq, id, kind, key, sizeof key);
+    hs_error ke;
+    hs_error_clear(&ke);
+    if (artefact_key(rq, id, kind, key, sizeof key, &ke) != 0)
+        return srv_reply_hs_error(rp, &ke);
     if (!rq->in_worker) {
         if (store_lru_get(s->lru, key, &data, &len, &type)) {
             srv_metrics_artifact_cache(s->metrics, true);
@@ -162,9 +178,9 @@ static srv_outcome artefact(srv *s, srv_request *rq, srv_reply *rp,
     srv_outcome out = SRV_DONE;
     if (api_request_from_text(st->row.request, &ar, &e) != 0)
         return srv_reply_hs_error(rp, &e);
-    if (api_program_build(s, json_object_get(ar.canonical, "body"),
-                          json_object_get(ar.canonical, "query"), false,
-                          rq->deadline_ns, &p, &e) != 0 ||
+    if ((build && api_program_build(s, json_object_get(ar.canonical, "body"),
+                                    json_object_get(ar.canonical, "query"), false,
+                                    rq->deadline_ns, &p, &e) != 0) ||
         make(s, rq, id, &p, &st->row, rp, &e) != 0) {
         out = srv_reply_hs_error(rp, &e);
     } else if (rp->status == 200) {
@@ -174,6 +190,12 @@ static srv_outcome artefact(srv *s, srv_request *rq, srv_reply *rp,
     api_program_free(&p);
     api_request_free(&ar);
     return out;
+}
+
+static srv_outcome artefact(srv *s, srv_request *rq, srv_reply *rp,
+                            const char *kind, artefact_fn make)
+{
+    return artefact_at(s, rq, rp, kind, make, true);
 }
 
 /* ?stage=traced|optimized (default optimized). */
@@ -272,26 +294,60 @@ static int make_memory_svg(srv *s, const srv_request *rq, const char *id,
     return rc;
 }
 
-/* The step timeline needs only the stored summary of a run. */
-static json_t *steps_of(const store_row *row, hs_error *e)
+/* The step timeline re-runs the stored request's model step by step
+ * (api_steps.c); it needs no compiled program of its own. Its host times
+ * are measured, so the chart is drawn from the cached steps.json of the
+ * same settings when there is one (and caches the JSON it computes): the
+ * chart and the JSON show the same figures. */
+static int steps_of(srv *s, const srv_request *rq, const char *id,
+                    const store_row *row, hs_steps_result *r, hs_error *e)
 {
-    json_t *sum = row->summary ? json_loads(row->summary, 0, NULL) : NULL;
-    json_t *steps = sum ? api_steps_json(sum, e) : NULL;
-    if (!sum)
+    api_steps_params sp;
+    char key[512], *data;
+    size_t len;
+    const char *type;
+    if (artefact_key(rq, id, "steps.json", key, sizeof key, e) != 0 ||
+        api_steps_params_parse(rq, &sp, e) != 0)
+        return -1;
+    if (store_lru_get(s->lru, key, &data, &len, &type)) {
+        int rc = api_steps_from_json(data, r);
+        free(data);
+        if (rc == 0)
+            return 0;
+    }
+    if (!row->summary) {
         hs_error_set(e, HS_ERR_INVALID,
                      "the result is not finished; GET /v1/results/{id} computes it");
-    json_decref(sum);
-    return steps;
+        return -1;
+    }
+    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, r, e) != 0)
+        return -1;
+    json_t *j = api_steps_json(id, r);
+    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (text)
+        store_lru_put(s->lru, key, text, strlen(text), "application/json");
+    free(text);
+    return 0;
 }
 
 static int make_steps_json(srv *s, const srv_request *rq, const char *id,
                            const api_program *p, const store_row *row,
                            srv_reply *rp, hs_error *e)
 {
-    json_t *steps = steps_of(row, e);
-    if (!steps)
+    api_steps_params sp;
+    hs_steps_result r;
+    if (api_steps_params_parse(rq, &sp, e) != 0)
         return -1;
-    srv_reply_json(rp, 200, steps);
+    if (!row->summary) {
+        hs_error_set(e, HS_ERR_INVALID,
+                     "the result is not finished; GET /v1/results/{id} computes it");
+        return -1;
+    }
+    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &r, e) != 0)
+        return -1;
+    srv_reply_json(rp, 200, api_steps_json(id, &r));
+    hs_steps_result_free(&r);
     return 0;
 }
 
@@ -299,24 +355,24 @@ static int make_steps_svg(srv *s, const srv_request *rq, const char *id,
                           const api_program *p, const store_row *row,
                           srv_reply *rp, hs_error *e)
 {
-    json_t *steps = steps_of(row, e);
-    if (!steps)
+    hs_steps_result r;
+    if (steps_of(s, rq, id, row, &r, e) != 0)
         return -1;
     double t0 = srv_now();
-    int rc = api_render_steps(s, steps, rq, rp, e);
+    int rc = api_render_steps(s, &r, rq, rp, e);
     srv_metrics_render(s->metrics, srv_now() - t0);
-    json_decref(steps);
+    hs_steps_result_free(&r);
     return rc;
 }
 
 srv_outcome api_result_steps_json(srv *s, srv_request *rq, srv_reply *rp)
 {
-    return artefact(s, rq, rp, "steps.json", make_steps_json);
+    return artefact_at(s, rq, rp, "steps.json", make_steps_json, false);
 }
 
 srv_outcome api_result_steps_svg(srv *s, srv_request *rq, srv_reply *rp)
 {
-    return artefact(s, rq, rp, "steps.svg", make_steps_svg);
+    return artefact_at(s, rq, rp, "steps.svg", make_steps_svg, false);
 }
 
 srv_outcome api_result_hlo(srv *s, srv_request *rq, srv_reply *rp)
