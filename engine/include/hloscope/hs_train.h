@@ -83,6 +83,9 @@ typedef struct hs_train_options {
     /* Passed to hs_autodiff_grad: scope of the gradient instructions and
      * the while-loop hook (scan's reverse scan). */
     hs_autodiff_options autodiff;
+    /* "residuals": "auto": plan for this many bytes of device memory
+     * instead of the HBM of the model's device (0: the device's). */
+    int64_t auto_hbm_bytes;
 } hs_train_options;
 
 /* What "residuals": "auto" chose (hs_train_step.auto_choice), from

@@ -482,9 +482,55 @@ static int first_user(const hs_computation *c, const hs_instruction *x,
     return first;
 }
 
+/* Moves x up to just after the last of its operands, hoisting first
+ * those that cost nothing to move early (scalars such as a loop counter's
+ * index arithmetic, and host-memory slices). Returns x's position. */
+static int hoist(hs_computation *c, hs_instruction *x, int depth, bool *moved)
+{
+    int k = position(c, x);
+    if (k < 0 || x->opcode == HS_OP_PARAMETER || depth > 16)
+        return k;
+    int after = -1;
+    for (int o = 0; o < x->n_operands; o++) {
+        hs_instruction *y = x->operands[o];
+        bool cheap = y->opcode != HS_OP_PARAMETER &&
+                     y->shape.dtype != HS_TUPLE &&
+                     (hs_shape_elements(&y->shape) == 1 ||
+                      y->shape.memory_space == HS_MEMSPACE_HOST);
+        if (cheap)
+            hoist(c, y, depth + 1, moved);
+    }
+    /* Positions after every hoist (a later one may shift an earlier). */
+    for (int o = 0; o < x->n_operands; o++) {
+        int q = position(c, x->operands[o]);
+        if (q > after)
+            after = q;
+    }
+    k = position(c, x);
+    int at = after + 1;
+    while (at < k && c->instrs[at]->opcode == HS_OP_PARAMETER)
+        at++;
+    if (at < k) {
+        move(c, k, at);
+        *moved = true;
+        return at;
+    }
+    return k;
+}
+
 bool hs__place_async_copies(hs_computation *c)
 {
     bool moved = false;
+    /* A fetch from host memory (a scan's prefetch of the next step's
+     * residuals) depends only on the step counter: its slice of the host
+     * buffer is taken first, so that the copy overlaps the whole step. */
+    for (int k = 0; k < c->n_instrs; k++) {
+        hs_instruction *cs = c->instrs[k];
+        if (cs->opcode == HS_OP_COPY_START && cs->n_operands == 1 &&
+            cs->operands[0]->shape.dtype != HS_TUPLE &&
+            cs->operands[0]->shape.memory_space == HS_MEMSPACE_HOST)
+            hoist(c, cs->operands[0], 0, &moved);
+    }
     for (int k = 0; k < c->n_instrs; k++) {
         hs_instruction *cs = c->instrs[k];
         if (cs->opcode != HS_OP_COPY_START || cs->n_operands != 1)

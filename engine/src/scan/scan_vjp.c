@@ -77,6 +77,10 @@ typedef struct loopinfo {
     int slot_pre0;   /* first prefetch slot (offload), -1 */
     int *stack_pre;  /* by stack: prefetch slot or -1 */
     hs_shape *stack_shape; /* per-step shape of each stack */
+    /* Offloaded stacks stored one step late: the last step's residuals,
+     * still on the device after the forward loop (they are the reverse
+     * loop's first prefetched values, never stored), or NULL. */
+    hs_instruction **final_stack;
     char scope[256];
 } loopinfo;
 
@@ -833,20 +837,45 @@ static void report(loopinfo *L)
 
 /* ---- the forward loop that saves --------------------------------------- */
 
+/* Offloaded residuals are stored one step late (write-behind): step i
+ * moves step i-1's residuals, carried on the device, to the host stack, so
+ * that the copy overlaps step i's compute rather than waiting at the end
+ * of step i-1. The last step's stay on the device: the reverse loop
+ * starts with them. */
+static bool write_behind(const loopinfo *L, int s)
+{
+    return L->opts->policy != HS_SCAN_REMAT && L->res_host[s] &&
+           !L->opts->no_prefetch;
+}
+
 static hs_instruction *forward_loop(loopinfo *L, hs_error *err)
 {
     hs_builder *b = L->b;
     hs_module *m = L->m;
     int n = L->n, ns = L->n_stacks;
     bool remat = L->opts->policy == HS_SCAN_REMAT;
-    hs_shape *el = hs_arena_alloc(m->arena, sizeof(hs_shape) * (size_t)(n + ns));
-    if (!el)
+    /* pend[s]: the element carrying stack s's pending step, or -1 */
+    int *pend = calloc((size_t)ns + 1, sizeof *pend);
+    int np = 0;
+    for (int s = 0; pend && s < ns; s++)
+        pend[s] = write_behind(L, s) ? n + ns + np++ : -1;
+    L->final_stack = calloc((size_t)ns + 1, sizeof *L->final_stack);
+    hs_shape *el = hs_arena_alloc(m->arena,
+                                  sizeof(hs_shape) * (size_t)(n + ns + np + 1));
+    if (!el || !pend || !L->final_stack) {
+        free(pend);
+        hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
         return NULL;
+    }
     for (int k = 0; k < n; k++)
         el[k] = L->loop->shape.elems[k];
-    for (int s = 0; s < ns; s++)
+    for (int s = 0; s < ns; s++) {
         el[n + s] = stacked(&L->stack_shape[s], L->N);
-    hs_shape st = hs_shape_tuple(m->arena, n + ns, el);
+        if (pend[s] >= 0)
+            el[pend[s]] = L->stack_shape[s];
+    }
+    int nt = n + ns + np;
+    hs_shape st = hs_shape_tuple(m->arena, nt, el);
     char name[256];
     const char *scope = L->loop->op_name ? L->loop->op_name : "scan";
     /* body */
@@ -854,27 +883,40 @@ static hs_instruction *forward_loop(loopinfo *L, hs_error *err)
     hs_builder *fb = hs_builder_new(m, fresh_name(m, name, name, sizeof name),
                                     false);
     hs_builder *cb = NULL;
-    hs_instruction **g = calloc((size_t)(n + ns) + 1, sizeof *g);
-    hs_instruction **out = calloc((size_t)(n + ns) + 1, sizeof *out);
+    hs_instruction **g = calloc((size_t)nt + 1, sizeof *g);
+    hs_instruction **out = calloc((size_t)nt + 1, sizeof *out);
     hs_instruction **map = calloc((size_t)L->body->n_instrs + 1, sizeof *map);
     hs_computation *body = NULL, *cond = NULL;
     if (!fb || !g || !out || !map)
         goto done;
     hs_builder_push_scope(fb, scope);
     hs_instruction *P = hs_b_parameter(fb, 0, &st, NULL);
-    for (int k = 0; k < n + ns; k++)
+    for (int k = 0; k < nt; k++)
         g[k] = hs_b_get_tuple_element(fb, P, k);
     hs_instruction *t = hs_b_tuple(fb, g, n);
     hs_instruction *r = hs_autodiff_inline(fb, L->body, &t, 1, map);
     for (int k = 0; r && k < n; k++)
         out[k] = r->operands[k];
+    hs_instruction *prev = NULL;
+    if (np > 0)
+        prev = hs_b_binary(fb, HS_OP_MAXIMUM,
+                           hs_b_binary(fb, HS_OP_SUBTRACT, g[0],
+                                       hs_b_const_s32(fb, 1)),
+                           hs_b_const_s32(fb, 0));
     for (int s = 0; r && s < ns; s++) {
         hs_instruction *v = remat ? g[L->stack_src[s]] : map[L->stack_src[s]];
-        out[n + s] = write_slice(fb, g[n + s], v, g[0],
-                                 !remat && L->res_host[s]);
+        if (pend[s] >= 0) {
+            /* Step i stores step i-1's (step 0 stores the zero init at
+             * slice 0, which step 1 overwrites). */
+            out[n + s] = write_slice(fb, g[n + s], g[pend[s]], prev, true);
+            out[pend[s]] = v;
+        } else {
+            out[n + s] = write_slice(fb, g[n + s], v, g[0],
+                                     !remat && L->res_host[s]);
+        }
     }
     hs_error e;
-    body = hs_builder_finish(fb, r ? hs_b_tuple(fb, out, n + ns) : NULL, &e);
+    body = hs_builder_finish(fb, r ? hs_b_tuple(fb, out, nt) : NULL, &e);
     fb = NULL;
     if (!body) {
         *err = e;
@@ -906,6 +948,7 @@ done:
     if (!body || !cond) {
         free(g);
         free(out);
+        free(pend);
         if (err->status == HS_OK)
             hs_error_set(err, HS_ERR_NOMEM, "scan VJP: cannot build the "
                                             "forward loop");
@@ -920,17 +963,26 @@ done:
         g[k] = init->opcode == HS_OP_TUPLE
                    ? init->operands[k]
                    : hs_b_get_tuple_element(b, init, k);
-    for (int s = 0; s < ns; s++)
+    for (int s = 0; s < ns; s++) {
         g[n + s] = zeros(b, &el[n + s]);
-    hs_instruction *w = hs_b_while(b, cond, body, hs_b_tuple(b, g, n + ns));
+        if (pend[s] >= 0)
+            g[pend[s]] = zeros(b, &el[pend[s]]);
+    }
+    hs_instruction *w = hs_b_while(b, cond, body, hs_b_tuple(b, g, nt));
     free(g);
     free(out);
     if (!w) {
+        free(pend);
         *err = *hs_builder_error(b);
         return NULL;
     }
     w->op_name = L->loop->op_name;
     set_trip_count(b, w, L->N);
+    /* The last step's residuals, on the device. */
+    for (int s = 0; s < ns; s++)
+        if (pend[s] >= 0)
+            L->final_stack[s] = hs_b_get_tuple_element(b, w, pend[s]);
+    free(pend);
     int old = -1;
     for (int k = 0; k < first; k++)
         if (c->instrs[k] == L->loop)
@@ -1061,9 +1113,11 @@ static hs_status reverse_loop(loopinfo *L, hs_instruction *fw, hs_error *err)
         init[L->slot_stack0 + s] = hs_b_get_tuple_element(b, fw, L->n + s);
         if (L->stack_pre[s] >= 0)
             init[L->stack_pre[s]] =
-                read_slice(b, init[L->slot_stack0 + s],
-                           hs_b_const_s32(b, (int32_t)(L->N - 1)),
-                           &L->stack_shape[s], true);
+                L->final_stack && L->final_stack[s]
+                    ? L->final_stack[s]
+                    : read_slice(b, init[L->slot_stack0 + s],
+                                 hs_b_const_s32(b, (int32_t)(L->N - 1)),
+                                 &L->stack_shape[s], true);
     }
     hs_instruction *rw = hs_b_while(b, rcond, rbody, hs_b_tuple(b, init, S));
     set_trip_count(b, rw, L->N);
@@ -1106,6 +1160,7 @@ static void free_info(loopinfo *L)
     free(L->stack_src);
     free(L->stack_pre);
     free(L->stack_shape);
+    free(L->final_stack);
 }
 
 hs_status hs_scan_while_vjp(hs_builder *b, hs_autodiff_while *w, void *user,

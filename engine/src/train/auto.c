@@ -135,13 +135,13 @@ static void fmt(int64_t bytes, char *b, size_t n)
 
 /* The choice is fixed: keep its module, fill auto_choice. */
 static void choose(hs_train_step *ts, const hs_device_spec *spec,
-                   cand *c, const cand *save, int candidates)
+                   int64_t capacity, cand *c, const cand *save, int candidates)
 {
     hs_train_auto *a = ts->auto_choice;
     const hs_scan_vjp_report *r = &c->report;
     *ts->scan_report = c->report;
     a->device = spec->name;
-    a->hbm_bytes = (int64_t)spec->hbm_bytes;
+    a->hbm_bytes = capacity;
     a->fits = c->peak <= a->hbm_bytes;
     a->full_remat = ts->scan.policy == HS_SCAN_REMAT;
     a->n_residuals = save->report.n_residuals;
@@ -169,6 +169,11 @@ static void choose(hs_train_step *ts, const hs_device_spec *spec,
     fmt(a->offloaded_bytes, ob, sizeof ob);
     fmt(a->remat_bytes, rb, sizeof rb);
     fmt(c->host_peak, hp, sizeof hp);
+    /* "on tpu-v5e", or "budget on tpu-v5e" when planning for less. */
+    char on[96];
+    snprintf(on, sizeof on, "%s%s",
+             capacity != (int64_t)spec->hbm_bytes ? "budget on " : "on ",
+             spec->name);
     char *t = a->text;
     size_t n = sizeof a->text, u = 0;
 #define ADD(...)                                                           \
@@ -179,17 +184,17 @@ static void choose(hs_train_step *ts, const hs_device_spec *spec,
         }                                                                  \
     } while (0)
     if (c == save) {
-        ADD("auto: saved all %d residuals: the step needs %s of %s HBM on "
-            "%s, nothing to offload or recompute",
-            a->n_residuals, peak, cap, spec->name);
+        ADD("auto: saved all %d residuals: the step needs %s of %s HBM %s, "
+            "nothing to offload or recompute",
+            a->n_residuals, peak, cap, on);
         return;
     }
     if (a->full_remat) {
         ADD("auto: rematerialised the whole layer body (policy remat): save "
-            "needs %s > %s HBM on %s and saving fewer residuals (recomputing "
+            "needs %s > %s HBM %s and saving fewer residuals (recomputing "
             "the cheap ones, offloading the rest) does not fit; remat needs "
             "%s, estimated step %.3f ms vs %.3f ms for save",
-            sp, cap, spec->name, peak, a->seconds * 1e3,
+            sp, cap, on, peak, a->seconds * 1e3,
             a->save_seconds * 1e3);
     } else {
         char names[900];
@@ -205,7 +210,7 @@ static void choose(hs_train_step *ts, const hs_device_spec *spec,
                 a->n_offloaded ? ", " : "", a->n_remat,
                 a->n_remat == 1 ? "" : "s", names);
         }
-        ADD(": save needs %s > %s HBM on %s", sp, cap, spec->name);
+        ADD(": save needs %s > %s HBM %s", sp, cap, on);
         if (a->n_remat)
             ADD("; recomputing frees %s of stacks for one element-wise op "
                 "each per layer in the backward step", rb);
@@ -228,7 +233,8 @@ hs_status hs__train_auto(hs_train_step *ts, hs_error *err)
     const hs_device_spec *spec = hs_device_find(m->device);
     if (!spec)
         spec = hs_device_find(hs_device_default_name());
-    int64_t cap = (int64_t)spec->hbm_bytes;
+    int64_t cap = ts->options.auto_hbm_bytes > 0 ? ts->options.auto_hbm_bytes
+                                                 : (int64_t)spec->hbm_bytes;
     ts->auto_choice = calloc(1, sizeof *ts->auto_choice);
     ts->placement = calloc(HS_SCAN_REPORT_MAX, sizeof *ts->placement);
     int *order = calloc(HS_SCAN_REPORT_MAX, sizeof *order);
@@ -250,7 +256,7 @@ hs_status hs__train_auto(hs_train_step *ts, hs_error *err)
     int n = save.report.n_residuals;
     ts->scan.n_placement = n;
     if (save.peak <= cap || n == 0) {
-        choose(ts, spec, &save, &save, tried);
+        choose(ts, spec, cap, &save, &save, tried);
         ts->module = save.module;
         free(order);
         return HS_OK;
@@ -322,7 +328,7 @@ hs_status hs__train_auto(hs_train_step *ts, hs_error *err)
         }
     }
     if (cur.module && cur.peak <= cap) {
-        choose(ts, spec, &cur, &save, tried);
+        choose(ts, spec, cap, &cur, &save, tried);
         ts->module = cur.module;
         cur.module = NULL;
         goto out;
@@ -336,13 +342,13 @@ hs_status hs__train_auto(hs_train_step *ts, hs_error *err)
     if (best.peak <= cap || !cur.module || best.peak <= cur.peak) {
         for (int k = 0; k < n; k++)
             pl[k] = HS_SCAN_REMAT;
-        choose(ts, spec, &best, &save, tried);
+        choose(ts, spec, cap, &best, &save, tried);
         ts->module = best.module;
         best.module = NULL;
     } else {
         ts->scan.policy = HS_SCAN_SAVE;
         ts->scan.placement = pl;
-        choose(ts, spec, &cur, &save, tried);
+        choose(ts, spec, cap, &cur, &save, tried);
         ts->module = cur.module;
         cur.module = NULL;
     }
