@@ -12,6 +12,7 @@ import { renderHloDiff } from './hlo.js';
 import { measureScaling } from './scaling.js';
 import { renderMetrics, renderRun } from './panels.js';
 import { startTour } from './tour.js';
+import { FRONTENDS, renderGoodput } from './goodput.js';
 
 const $ = (s) => document.querySelector(s);
 const MODES = {
@@ -23,9 +24,9 @@ const MODES = {
 // ---- state and URL ---------------------------------------------------------
 export const state = {
   mode: 'loop', a: '', b: '', stage: 'optimized', expand: '', computation: '',
-  tab: 'compare', sel: '', side: 'a', q: '', ex: '',
+  tab: 'compare', sel: '', side: 'a', q: '', ex: '', grun: '', gfe: '', gsteps: '',
 };
-const view = { summaries: {}, ratios: null, diffCounts: null };
+const view = { summaries: {}, ratios: null, diffCounts: null, goodput: {} };
 
 function readHash() {
   const h = new URLSearchParams(location.hash.replace(/^#/, ''));
@@ -89,14 +90,14 @@ async function withProgress(label, fn) {
   const tick = () => { p.querySelector('.text').textContent = `${label} ${((performance.now() - t0) / 1000).toFixed(1)} s`; };
   tick();
   const timer = setInterval(tick, 100);
-  for (const b of document.querySelectorAll('.buttons button, #scaling-btn')) b.disabled = true;
+  for (const b of document.querySelectorAll('.buttons button, #scaling-btn, #goodput-btn')) b.disabled = true;
   try {
     return await fn((l) => { label = l; tick(); });
   } finally {
     clearInterval(timer);
     if (--busy === 0) {
       p.classList.add('hidden');
-      for (const b of document.querySelectorAll('.buttons button, #scaling-btn')) b.disabled = false;
+      for (const b of document.querySelectorAll('.buttons button, #scaling-btn, #goodput-btn')) b.disabled = false;
     }
   }
 }
@@ -211,6 +212,40 @@ async function run() {
       await renderRun($('#run'), r);
     } catch (e) { showError(e); }
   });
+}
+
+// ---- goodput (tracing-bound steps) ------------------------------------------
+const goodputQuery = () => query({ steps: state.gsteps || 10, frontend: state.gfe || 'hloscope' });
+
+// Runs the current model (POST /v1/run: a store hit when it ran before), then
+// its steps with the panel's settings (GET /steps.json, cached by the server).
+export async function measureGoodput() {
+  hideError();
+  editor.clearErrors();
+  const n = Math.min(100, Math.max(1, parseInt($('#gp-steps').value, 10) || 10));
+  $('#gp-steps').value = n;
+  Object.assign(state, { gfe: $('#gp-frontend').value, gsteps: String(n) });
+  writeHash();
+  return withProgress(`Running ${n} steps…`, async (label) => {
+    try {
+      const r = await post(`/v1/run${query(overrides())}`, editor.text);
+      label(`Re-tracing ${n} steps…`);
+      state.grun = r.id;
+      writeHash();
+      return await showGoodput();
+    } catch (e) { showError(e); return null; }
+  });
+}
+
+async function showGoodput() {
+  if (!state.grun) return null;
+  const url = `${results(state.grun)}/steps.json${goodputQuery()}`;
+  const st = await get(url);
+  view.goodput[st.loop] = st;
+  view.lastGoodput = st;
+  renderGoodput($('#goodput'), st);
+  $('#gp-links').innerHTML = `<a href="${esc(url)}" target="_blank">steps.json</a> · <a href="${esc(url.replace('/steps.json', '/steps.svg'))}" target="_blank">server chart (SVG)</a>`;
+  return st;
 }
 
 // ---- before / after --------------------------------------------------------
@@ -444,6 +479,7 @@ function setTab(tab) {
   for (const p of document.querySelectorAll('.tab-page')) p.classList.toggle('hidden', p.id !== `page-${tab}`);
   if (tab === 'hlo') showHlo();
   if (tab === 'metrics') showMetrics();
+  if (tab === 'goodput' && state.grun && !view.lastGoodput) showGoodput().catch(showError);
   if (tab === 'compare') for (const s of ['a', 'b']) timelines[s].resize();
 }
 async function showHlo() {
@@ -486,7 +522,21 @@ async function main() {
     setTimeout(() => { $('#share-btn').textContent = 'Copy link'; }, 2000);
   };
   $('#scaling-btn').onclick = () => withProgress('Measuring…', (label) => measureScaling($('#scaling-chart'), $('#scaling-table'), editor.text, overrides(), label).catch(showError));
-  $('#tour-btn').onclick = () => startTour({ pickExample, compile, setTab, setMode: (m) => { state.mode = m; $('#mode').value = m; }, state, view });
+  for (const f of FRONTENDS) $('#gp-frontend').add(new Option(f.label, f.name));
+  $('#gp-frontend').value = state.gfe || 'hloscope';
+  $('#gp-steps').value = state.gsteps || 10;
+  $('#goodput-btn').onclick = measureGoodput;
+  $('#gp-frontend').onchange = () => { if (state.grun) measureGoodput(); };
+  $('#gp-steps').onchange = () => { if (state.grun) measureGoodput(); };
+  $('#tour-btn').onclick = () => startTour({
+    pickExample, compile, setTab, measureGoodput, state, view,
+    setMode: (m) => { state.mode = m; $('#mode').value = m; },
+    setGoodput: ({ loop, frontend, steps }) => {
+      if (loop != null) $('#loop').value = loop;
+      if (frontend != null) $('#gp-frontend').value = frontend;
+      if (steps != null) $('#gp-steps').value = steps;
+    },
+  });
   window.addEventListener('resize', () => { for (const s of ['a', 'b']) timelines[s].resize(); });
   let rt;
   window.addEventListener('resize', () => { clearTimeout(rt); rt = setTimeout(() => { for (const s of ['a', 'b']) panes[s].fitView(); }, 200); });
@@ -501,5 +551,5 @@ async function main() {
   document.body.dataset.ready = '1';
 }
 
-window.hloscope = { state, view, panes, timelines, editor };
+window.hloscope = { state, view, panes, timelines, editor, measureGoodput };
 main();

@@ -35,7 +35,8 @@ export async function renderRun(root, r) {
   let steps = '';
   try {
     const s = await fetch(`${results(r.id)}/steps.json`).then((x) => (x.ok ? x.json() : null));
-    if (s) steps = `<h3>Steps: goodput ${(100 * s.goodput).toFixed(1)}%${s.tracing_bound ? ' — <span style="color:#c62828">tracing-bound</span>' : ''}</h3>
+    if (s) steps = `<h3>Steps (forward pass, ${s.summary.steps} steps, frontend ${esc(s.frontend.name)}): goodput ${(100 * s.summary.goodput).toFixed(1)}%${s.summary.verdict === 'host-bound' ? ' — <span style="color:#c62828">host-bound (tracing-bound)</span>' : ''}</h3>
+      <p class="muted">The <b>Goodput</b> tab measures them with another frontend overhead or step count.</p>
       <div class="run-steps"><img alt="step timeline" src="${results(r.id)}/steps.svg"></div>`;
   } catch { /* no steps */ }
   root.innerHTML = `<h3>Run of ${esc(r.module)} on ${esc(r.device)} (${esc(r.loop)})</h3>

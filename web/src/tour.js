@@ -1,9 +1,13 @@
 // Guided tour for teaching (driver.js): the seed example, compiled unrolled
-// and scanned, then with residuals saved and offloaded; every step quotes the
-// figure just measured.
+// and scanned, then with residuals saved and offloaded, then tracing_bound's
+// steps behind a lazy-tensor frontend unrolled (tracing-bound) and scanned
+// (recovered); every step quotes the figure just measured.
 import { driver } from 'driver.js';
 import 'driver.js/dist/driver.css';
 import { bytes, seconds, int, ratio } from './format.js';
+import { pct, pct2 } from './goodput.js';
+
+const ms = (x) => `${(x * 1e3).toFixed(2)} ms`;
 
 export function startTour(app) {
   const S = () => [app.view.summaries[app.state.a], app.view.summaries[app.state.b]];
@@ -78,6 +82,56 @@ export function startTour(app) {
           title: '6 · Compile time vs depth',
           description: 'Open <b>Compile scaling</b> and press <b>Measure</b>: the same block compiled with 1 to 64 layers. Unrolled grows with depth; scan stays flat.',
           onNextClick: () => { app.setTab('scaling'); d.moveNext(); },
+        },
+      },
+      {
+        element: '[data-tab="goodput"]',
+        popover: {
+          title: '7 · Tracing-bound steps',
+          description: 'A lazy-tensor frontend <b>re-traces the whole model on the host every step</b>, then the device runs it. ' +
+            '<b>tracing_bound</b>: 128 small Linear(64) layers on a batch of 32768, cheap for the device. Next runs 10 steps unrolled, ' +
+            'with the <b>lazy-tensor</b> frontend overhead model (5 µs per traced op).',
+          onNextClick: runThen(async () => {
+            app.setTab('goodput');
+            await app.pickExample('tracing_bound');
+            app.setGoodput({ loop: 'unrolled', frontend: 'lazy-tensor', steps: 10 });
+            await app.measureGoodput();
+          }),
+        },
+      },
+      {
+        element: '#goodput .gp-chart',
+        popover: {
+          title: '8 · The device waits for the host',
+          description: 'measuring…',
+          side: 'bottom',
+          onPopoverRender: fill(() => {
+            const u = app.view.goodput.unrolled;
+            if (!u) return 'Measure first.';
+            const s = u.summary, n = s.steady_steps || 1;
+            return `Unrolled, the host traces <b>${int(u.steps[1]?.traced_ops ?? u.steps[0].traced_ops)}</b> ops a step: <b>${ms(s.steady_host_seconds / n)}</b> per step ` +
+              `(measured trace + the overhead model) for <b>${ms(s.steady_device_seconds / n)}</b> of device work. Goodput <b>${pct(s.goodput)}</b>, ` +
+              `MFU ${pct2(s.mfu)}: <b>${s.verdict}</b>. The red gaps on the device lane are the device idling. ` +
+              `The compile cache hit on ${int(u.compile_cache.cached)} of ${int(u.summary.steps)} steps: compiling is not the problem, tracing is. Next: scan.`;
+          }),
+          onNextClick: runThen(async () => { app.setGoodput({ loop: 'scan' }); await app.measureGoodput(); }),
+        },
+      },
+      {
+        element: '#goodput .gp-chart',
+        popover: {
+          title: '9 · scan: trace one layer, recover goodput',
+          description: 'measuring…',
+          side: 'bottom',
+          onPopoverRender: fill(() => {
+            const u = app.view.goodput.unrolled, c = app.view.goodput.scan;
+            if (!c) return 'Measure first.';
+            const s = c.summary, n = s.steady_steps || 1;
+            return `Scanned, the host traces <b>${int(c.steps[0].traced_ops)}</b> ops a step${u ? ` instead of ${int(u.steps[0].traced_ops)}` : ''}: ` +
+              `<b>${ms(s.steady_host_seconds / n)}</b> per step for the same ${ms(s.steady_device_seconds / n)} of device work. ` +
+              `Goodput <b>${pct(s.goodput)}</b>${u ? ` (unrolled: ${pct(u.summary.goodput)})` : ''}, MFU ${pct2(s.mfu)}: <b>${s.verdict}</b>. ` +
+              'A faster frontend or a larger batch helps too (docs/STEPS.md).';
+          }),
         },
       },
     ],

@@ -261,7 +261,44 @@ async function main() {
   await compiled(page);
   await shot(page, 'compile-scaling');
 
-  // 13. The guided tour's first measured step.
+  // 13. Goodput: tracing_bound unrolled behind the lazy-tensor frontend model is
+  // tracing-bound (the figure shown is the API's steps.json), scanned it recovers.
+  await page.selectOption('#example', 'tracing_bound');
+  await page.waitForFunction(() => window.hloscope.editor.text.includes('"tracing-bound"'));
+  await page.selectOption('#loop', 'unrolled');
+  await page.click('[data-tab="goodput"]');
+  await page.selectOption('#gp-frontend', 'lazy-tensor');
+  await page.fill('#gp-steps', '10');
+  await page.click('#goodput-btn');
+  await page.waitForSelector('[data-testid="goodput-value"]', { timeout: 120000 });
+  await compiled(page);
+  const goodputOf = async (loop) => {
+    const id = await page.evaluate(() => window.hloscope.state.grun);
+    const st = await (await fetch(`${base}/v1/results/${id}/steps.json?frontend=lazy-tensor&steps=10`)).json();
+    assert.equal(st.loop, loop);
+    const shown = await page.textContent('[data-testid="goodput-value"]');
+    assert.equal(shown, `${(100 * st.summary.goodput).toFixed(1)}%`, `${loop}: goodput shown vs the API's`);
+    assert.equal(await page.textContent('[data-testid="goodput-verdict"]'), st.summary.verdict);
+    assert.equal(await page.textContent('[data-testid="goodput-cache"]'), '1 uncached, 9 cached');
+    assert.equal(await page.locator('[data-testid="goodput-chart"] rect.seg-execute').count(), 10);
+    log(`goodput ${loop} + lazy-tensor: ${shown} ${st.summary.verdict}`);
+    return st;
+  };
+  const gU = await goodputOf('unrolled');
+  assert.ok(gU.summary.goodput < 0.6 && gU.summary.verdict === 'host-bound', `unrolled is tracing-bound: ${gU.summary.goodput}`);
+  assert.ok(await page.locator('[data-testid="goodput-chart"] rect.seg-idle').count() > 0, 'the device idles');
+  await page.waitForTimeout(200);
+  await shot(page, 'goodput-unrolled-lazy-tensor');
+  await page.selectOption('#loop', 'scan');
+  await page.click('#goodput-btn');
+  await page.waitForFunction(() => window.hloscope.view.lastGoodput?.loop === 'scan', null, { timeout: 120000 });
+  await compiled(page);
+  const gS = await goodputOf('scan');
+  assert.ok(gS.summary.goodput > gU.summary.goodput, `scan shows higher goodput: ${gS.summary.goodput} vs ${gU.summary.goodput}`);
+  await shot(page, 'goodput-scan-lazy-tensor');
+  await page.selectOption('#loop', '');
+
+  // 14. The guided tour's first measured step.
   await page.click('[data-tab="compare"]');
   await page.click('#tour-btn');
   await page.waitForSelector('.driver-popover');
@@ -271,6 +308,24 @@ async function main() {
   assert.ok(await page.locator('.driver-popover-description').isVisible());
   await page.waitForTimeout(600); // the popover fades in
   await shot(page, 'tour-scan');
+  // ... and on to its goodput steps: tracing_bound unrolled, then scanned,
+  // quoting the figures measured above (same settings: the same cached steps).
+  const tourTo = async (n, timeout = 60000) => {
+    await page.click('.driver-popover-next-btn');
+    await page.waitForFunction((k) => document.querySelector('.driver-popover-title')?.textContent.startsWith(`${k} `), n, { timeout });
+  };
+  for (const n of [3, 4, 5, 6, 7]) await tourTo(n);
+  await tourTo(8, 120000);
+  await compiled(page);
+  assert.match(await page.textContent('.driver-popover-description'), new RegExp(`Goodput ${(100 * gU.summary.goodput).toFixed(1)}%.*host-bound`));
+  await page.waitForTimeout(600);
+  await shot(page, 'tour-goodput-unrolled');
+  await tourTo(9, 120000);
+  await compiled(page);
+  assert.match(await page.textContent('.driver-popover-description'),
+    new RegExp(`Goodput ${(100 * gS.summary.goodput).toFixed(1)}% \\(unrolled: ${(100 * gU.summary.goodput).toFixed(1)}%\\)`));
+  await page.waitForTimeout(600);
+  await shot(page, 'tour-goodput-scan');
 
   assert.deepEqual(errors.filter((e) => !/status of 4\d\d/.test(e)), [], 'no page errors');
   log(`ok: ${step} screenshots in ${OUT}`);
