@@ -5,7 +5,7 @@ bench_execute's side-by-side comparison.
 
 DUMP_DIR holds input.npy and params/<state_dict name>.npy written by
 hloscope (the same weights and input). Prints one line:
-    median_seconds max_relative_error_vs_DUMP_DIR/output.npy
+    median_seconds min_seconds max_relative_error_vs_DUMP_DIR/output.npy
 """
 import os
 import sys
@@ -36,7 +36,7 @@ def main():
     times.sort()
     ref = np.load(os.path.join(dump, "output.npy"))
     err = float(np.max(np.abs(y.numpy() - ref)) / max(np.max(np.abs(ref)), 1e-30))
-    print("%.9f %.3g" % (times[len(times) // 2], err))
+    print("%.9f %.9f %.3g" % (times[len(times) // 2], times[0], err))
 
 
 if __name__ == "__main__":
