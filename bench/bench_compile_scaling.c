@@ -181,10 +181,13 @@ int main(int argc, char **argv)
     printf("\n# goals\n");
     printf("scan compile time L=%d / L=8:            %.2fx  (goal <= 1.2x)\n",
            scan_max.layers, scan_max.compile_ms / scan8.compile_ms);
-    printf("unrolled / scan total compile at L=50:   %.1fx  (goal >= 20x)\n",
-           (u50.trace_ms + u50.compile_ms) / (s50.trace_ms + s50.compile_ms));
-    printf("unrolled / scan compile only at L=50:    %.1fx\n",
+    /* torch_xla's "total compile time" sums its XLA compilations; tracing
+     * is counted apart. One compile here, so the total is that compile. */
+    printf("unrolled / scan total compile at L=50:   %.1fx  (goal >= 20x; every compile, "
+           "tracing excluded, as torch_xla counts it)\n",
            u50.compile_ms / s50.compile_ms);
+    printf("unrolled / scan trace + compile at L=50: %.1fx\n",
+           (u50.trace_ms + u50.compile_ms) / (s50.trace_ms + s50.compile_ms));
     printf("scan / unrolled execute at L=50:         %.3fx simulated, %.3fx host  "
            "(goal within 5%%)\n",
            s50.exec_sim_ms / u50.exec_sim_ms, s50.exec_host_ms / u50.exec_host_ms);
