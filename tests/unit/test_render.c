@@ -274,7 +274,7 @@ static void xml_parse(const char *s, xml_doc *d)
 static void dot_text_escapes_quotes_backslashes_and_controls(void **state)
 {
     (void)state;
-    hs_rbuf b = {0};
+    hs_buf b = {0};
     hs__dot_text(&b, "a\"b\\c\nd\x01\xff<>{}|\xc3\xa9", 0);
     /* (split so that "??<" is not read as a trigraph) */
     assert_string_equal(b.data, "a\\\"b\\\\c?d?" "?<>{}|\xc3\xa9");
@@ -284,7 +284,7 @@ static void dot_text_escapes_quotes_backslashes_and_controls(void **state)
     b.len = 0;
     hs__dot_text(&b, "abcdef", 3);
     assert_string_equal(b.data, "abc...");
-    hs__rbuf_free(&b);
+    hs__buf_free(&b);
 }
 
 /* A module whose every user-visible string tries to break out of DOT. */
@@ -603,12 +603,12 @@ static void layout_rejects_bad_dot_engine_and_format(void **state)
 /* A graph that takes dot far longer than a millisecond. */
 static char *large_dot(int nodes)
 {
-    hs_rbuf b = {0};
-    hs__rbuf_puts(&b, "digraph G {\n");
+    hs_buf b = {0};
+    hs__buf_puts(&b, "digraph G {\n");
     for (int k = 1; k < nodes; k++)
-        hs__rbuf_printf(&b, "  n%d -> n%d; n%d -> n%d;\n", k / 2, k,
+        hs__buf_printf(&b, "  n%d -> n%d; n%d -> n%d;\n", k / 2, k,
                         (k * 7919) % nodes, k);
-    hs__rbuf_puts(&b, "}\n");
+    hs__buf_puts(&b, "}\n");
     return b.data;
 }
 

@@ -140,3 +140,21 @@ bool hs__vec_reserve(void **items, size_t elem_size, size_t n, size_t *cap)
     *cap = new_cap;
     return true;
 }
+
+hs_status hs__buf_finish(hs_buf *b, char **out, size_t *out_len,
+                         const char *what, hs_error *err)
+{
+    if (!b->oom && !b->data)
+        hs__buf_put(b, "", 0);
+    if (b->oom) {
+        hs__buf_free(b);
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory while %s",
+                            what);
+    }
+    *out = b->data;
+    if (out_len)
+        *out_len = b->len;
+    b->data = NULL;
+    b->len = b->cap = 0;
+    return HS_OK;
+}

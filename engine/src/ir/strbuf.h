@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hloscope/hs_ir.h"
+
 /* Appends never fail loudly: on host OOM the buffer sets oom and ignores
  * further appends, and the caller checks oom once at the end. */
 typedef struct hs_buf {
@@ -28,5 +30,11 @@ void hs__buf_printf(hs_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Writes s between double quotes, escaping '"', '\\' and control chars. */
 void hs__buf_put_quoted(hs_buf *b, const char *s);
+
+/* Hands the text to the caller (*out, and its length in *out_len when not
+ * NULL; "" for an empty buffer) and empties b, or frees it and reports
+ * HS_ERR_NOMEM naming what was being written. */
+hs_status hs__buf_finish(hs_buf *b, char **out, size_t *out_len,
+                         const char *what, hs_error *err);
 
 #endif

@@ -43,7 +43,7 @@ static size_t utf8_char(const unsigned char *s)
     return n;
 }
 
-static void emit(hs_rbuf *b, const char *text, size_t max_chars, bool dot)
+static void emit(hs_buf *b, const char *text, size_t max_chars, bool dot)
 {
     if (!text)
         return;
@@ -51,41 +51,41 @@ static void emit(hs_rbuf *b, const char *text, size_t max_chars, bool dot)
     size_t chars = 0;
     while (*s) {
         if (max_chars && chars == max_chars) {
-            hs__rbuf_puts(b, "...");
+            hs__buf_puts(b, "...");
             return;
         }
         size_t n = utf8_char(s);
         if (n == 0) {
-            hs__rbuf_putc(b, '?');
+            hs__buf_putc(b, '?');
             s++;
         } else {
             if (dot && n == 1 && (*s == '"' || *s == '\\'))
-                hs__rbuf_putc(b, '\\');
-            hs__rbuf_put(b, (const char *)s, n);
+                hs__buf_putc(b, '\\');
+            hs__buf_put(b, (const char *)s, n);
             s += n;
         }
         chars++;
     }
 }
 
-void hs__text_clean(hs_rbuf *b, const char *s, size_t max_chars)
+void hs__text_clean(hs_buf *b, const char *s, size_t max_chars)
 {
     emit(b, s, max_chars, false);
 }
 
-void hs__dot_text(hs_rbuf *b, const char *s, size_t max_chars)
+void hs__dot_text(hs_buf *b, const char *s, size_t max_chars)
 {
     emit(b, s, max_chars, true);
 }
 
-void hs__dot_quoted(hs_rbuf *b, const char *s, size_t max_chars)
+void hs__dot_quoted(hs_buf *b, const char *s, size_t max_chars)
 {
-    hs__rbuf_putc(b, '"');
+    hs__buf_putc(b, '"');
     emit(b, s, max_chars, true);
-    hs__rbuf_putc(b, '"');
+    hs__buf_putc(b, '"');
 }
 
-void hs__id_encode(hs_rbuf *b, const char *s)
+void hs__id_encode(hs_buf *b, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
@@ -94,10 +94,10 @@ void hs__id_encode(hs_rbuf *b, const char *s)
                      (c >= '0' && c <= '9') || c == '_' || c == '.' ||
                      c == '-';
         if (plain) {
-            hs__rbuf_putc(b, (char)c);
+            hs__buf_putc(b, (char)c);
         } else {
             char e[3] = {'%', hex[c >> 4], hex[c & 15]};
-            hs__rbuf_put(b, e, 3);
+            hs__buf_put(b, e, 3);
         }
     }
 }

@@ -90,16 +90,16 @@ static int by_index(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void segment_tooltip(hs_rbuf *t, const hs_gantt_segment *s)
+static void segment_tooltip(hs_buf *t, const hs_gantt_segment *s)
 {
     char a[32], z[32], d[32];
     hs__tick_label(a, sizeof a, s->start, HS_TICK_SECONDS);
     hs__tick_label(z, sizeof z, s->end, HS_TICK_SECONDS);
     hs__tick_label(d, sizeof d, s->end - s->start, HS_TICK_SECONDS);
     hs__dot_text(t, s->label ? s->label : "segment", 200);
-    hs__rbuf_puts(t, "\\nkind: ");
+    hs__buf_puts(t, "\\nkind: ");
     hs__dot_text(t, s->kind ? s->kind : "-", 40);
-    hs__rbuf_printf(t, "\\n%s .. %s (%s)", a, z, d);
+    hs__buf_printf(t, "\\n%s .. %s (%s)", a, z, d);
 }
 
 hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
@@ -151,7 +151,7 @@ hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
     }
     double busy = device_busy(segments, n);
 
-    hs_rbuf b = {0}, tip = {0}, id = {0};
+    hs_buf b = {0}, tip = {0}, id = {0};
     hs_pinned pin = {.b = &b};
     double height = TOP + 2 * LANE_H + LANE_GAP + AXIS_H;
     const char *title = o->title ? o->title : "steps";
@@ -202,7 +202,7 @@ hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
         style_of(s->kind, &fill, &stroke);
         tip.len = id.len = 0;
         segment_tooltip(&tip, s);
-        hs__rbuf_printf(&id, "seg:%s:%d", lane_names[s->lane], order[k]);
+        hs__buf_printf(&id, "seg:%s:%d", lane_names[s->lane], order[k]);
         char label[64] = "";
         if (x1 - x0 >= 30 && s->label) {
             size_t fit = (size_t)((x1 - x0) / 5.5);
@@ -214,10 +214,10 @@ hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
                        tip.data ? tip.data : " ", id.data);
     }
     hs__pinned_end(&pin);
-    hs__rbuf_free(&tip);
-    hs__rbuf_free(&id);
+    hs__buf_free(&tip);
+    hs__buf_free(&id);
     free(order);
     if (tip.oom || id.oom)
         b.oom = true;
-    return hs__rbuf_finish(&b, out, out_len, err);
+    return hs__buf_finish(&b, out, out_len, "rendering", err);
 }

@@ -15,7 +15,7 @@ static json_t *jtext(const char *s, size_t n)
 {
     if (!s)
         return json_null();
-    hs_rbuf b = {0};
+    hs_buf b = {0};
     if (n) {
         char *copy = strndup(s, n);
         if (!copy)
@@ -26,7 +26,7 @@ static json_t *jtext(const char *s, size_t n)
         hs__text_clean(&b, s, TEXT_CHARS);
     }
     json_t *j = b.oom ? NULL : json_stringn(b.data ? b.data : "", b.len);
-    hs__rbuf_free(&b);
+    hs__buf_free(&b);
     return j;
 }
 

@@ -54,10 +54,10 @@ const char *hs__trivial_computation(const hs_computation *c)
     }
 }
 
-static void line(hs_rbuf *b, bool *first, const char *text)
+static void line(hs_buf *b, bool *first, const char *text)
 {
     if (!*first)
-        hs__rbuf_puts(b, "\\n");
+        hs__buf_puts(b, "\\n");
     *first = false;
     hs__dot_text(b, text, LINE_CHARS);
 }
@@ -170,7 +170,7 @@ static const char *opcode_text(const hs_instruction *i)
     return hs_opcode_name(i->opcode);
 }
 
-static void instruction_label(hs_rbuf *b, const hs_vnode *n)
+static void instruction_label(hs_buf *b, const hs_vnode *n)
 {
     const hs_instruction *i = n->instr;
     char text[256];
@@ -195,7 +195,7 @@ static void instruction_label(hs_rbuf *b, const hs_vnode *n)
     line(b, &first, text);
 }
 
-void hs__node_label(hs_rbuf *b, const hs_view *v, const hs_vnode *n)
+void hs__node_label(hs_buf *b, const hs_view *v, const hs_vnode *n)
 {
     (void)v;
     if (n->instr) {
@@ -205,36 +205,36 @@ void hs__node_label(hs_rbuf *b, const hs_view *v, const hs_vnode *n)
     bool first = true;
     if (n->is_root)
         line(b, &first, "ROOT");
-    hs_rbuf t = {0};
+    hs_buf t = {0};
     hs__text_clean(&t, n->layer, LINE_CHARS);
-    hs__rbuf_printf(&t, " (%d op%s)", n->collapsed_count,
+    hs__buf_printf(&t, " (%d op%s)", n->collapsed_count,
                     n->collapsed_count == 1 ? "" : "s");
     line(b, &first, t.data ? t.data : "");
-    hs__rbuf_free(&t);
+    hs__buf_free(&t);
 }
 
-static void tip(hs_rbuf *b, bool *first, const char *key, const char *value)
+static void tip(hs_buf *b, bool *first, const char *key, const char *value)
 {
     if (!value)
         return;
     if (!*first)
-        hs__rbuf_puts(b, "\\n");
+        hs__buf_puts(b, "\\n");
     *first = false;
-    hs__rbuf_puts(b, key);
+    hs__buf_puts(b, key);
     hs__dot_text(b, value, TIP_CHARS);
 }
 
-void hs__node_tooltip(hs_rbuf *b, const hs_view *v, const hs_vnode *n)
+void hs__node_tooltip(hs_buf *b, const hs_view *v, const hs_vnode *n)
 {
     char text[160], bytes[32];
     bool first = true;
     hs__format_bytes(bytes, sizeof bytes, (double)n->bytes);
     if (!n->instr) {
-        hs_rbuf t = {0};
+        hs_buf t = {0};
         hs__text_clean(&t, n->layer, LINE_CHARS);
-        hs__rbuf_printf(&t, ": %d instructions", n->collapsed_count);
+        hs__buf_printf(&t, ": %d instructions", n->collapsed_count);
         tip(b, &first, "", t.data);
-        hs__rbuf_free(&t);
+        hs__buf_free(&t);
         snprintf(text, sizeof text, "%s (%" PRId64 ")", bytes, n->bytes);
         tip(b, &first, "output bytes: ", text);
         tip(b, &first, "computation: ", n->comp->name);
@@ -243,7 +243,7 @@ void hs__node_tooltip(hs_rbuf *b, const hs_view *v, const hs_vnode *n)
     }
     const hs_instruction *i = n->instr;
     tip(b, &first, "", i->name);
-    hs__rbuf_puts(b, " = ");
+    hs__buf_puts(b, " = ");
     hs__dot_text(b, opcode_text(i), LINE_CHARS);
     hs__shape_text(&i->shape, text, sizeof text);
     tip(b, &first, "shape: ", text);

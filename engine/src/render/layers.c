@@ -63,7 +63,7 @@ hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
             out->lens[out->n] = len;
             out->n++;
         } else {
-            hs_rbuf shown = {0};
+            hs_buf shown = {0};
             char *copy = hs_arena_strndup(a, p, len < 64 ? len : 64);
             hs__text_clean(&shown, copy ? copy : "", 0);
             hs_error_set(err, HS_ERR_INVALID,
@@ -71,7 +71,7 @@ hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
                          "layers.N (e.g. layers.3), a comma-separated list of "
                          "them, or all",
                          shown.data ? shown.data : "");
-            hs__rbuf_free(&shown);
+            hs__buf_free(&shown);
             return HS_ERR_INVALID;
         }
         if (!end)

@@ -356,7 +356,7 @@ static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
         /* Graphviz may quote the input: clean the message for the caller. */
         hs_status st = r->f.result == HS_LAYOUT_BAD_INPUT ? HS_ERR_INVALID
                                                           : HS_ERR_RUNTIME;
-        hs_rbuf msg = {0};
+        hs_buf msg = {0};
         r->data[r->got] = '\0';
         size_t n = r->got;
         while (n && (r->data[n - 1] == '\n' || r->data[n - 1] == '\r'))
@@ -366,7 +366,7 @@ static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
                 r->data[k] = ' ';
         hs__text_clean(&msg, r->data, 300);
         hs_error_set(err, st, "layout: %s", msg.data ? msg.data : "failed");
-        hs__rbuf_free(&msg);
+        hs__buf_free(&msg);
         return st;
     }
     if (exited && x->timed_out)

@@ -16,17 +16,17 @@ static const double MIN_W = 0.72, MIN_H = 1.44;
 void hs__pinned_begin(hs_pinned *p, const char *title, double width,
                       double height)
 {
-    hs__rbuf_puts(p->b, "digraph G {\n  graph [bgcolor=white, margin=0, "
+    hs__buf_puts(p->b, "digraph G {\n  graph [bgcolor=white, margin=0, "
                         "pad=0.1, splines=false, inputscale=72, "
                         "fontname=\"Helvetica\", tooltip=\"");
     hs__dot_text(p->b, title, 200);
-    hs__rbuf_puts(p->b, "\"];\n  node [shape=box, fixedsize=true, "
+    hs__buf_puts(p->b, "\"];\n  node [shape=box, fixedsize=true, "
                         "style=filled, penwidth=0, label=\"\", "
                         "fontname=\"Helvetica\", fontsize=9, margin=0];\n");
     p->width = width;
     p->height = height;
     /* The canvas: fixes the bounding box, so positions stay as written. */
-    hs__rbuf_printf(p->b,
+    hs__buf_printf(p->b,
                     "  canvas [pos=\"%.2f,%.2f!\", width=%.4f, height=%.4f, "
                     "fillcolor=white, tooltip=\" \"];\n",
                     width / 2, height / 2, width / 72, height / 72);
@@ -34,7 +34,7 @@ void hs__pinned_begin(hs_pinned *p, const char *title, double width,
 
 void hs__pinned_end(hs_pinned *p)
 {
-    hs__rbuf_puts(p->b, "}\n");
+    hs__buf_puts(p->b, "}\n");
 }
 
 void hs__pinned_box(hs_pinned *p, double x, double y, double w, double h,
@@ -49,25 +49,25 @@ void hs__pinned_box(hs_pinned *p, double x, double y, double w, double h,
         y -= (MIN_H - h) / 2;
         h = MIN_H;
     }
-    hs__rbuf_printf(p->b,
+    hs__buf_printf(p->b,
                     "  n%d [pos=\"%.2f,%.2f!\", width=%.4f, height=%.4f, "
                     "fillcolor=\"%s\"",
                     p->next_id++, x + w / 2, y + h / 2, w / 72, h / 72, fill);
     if (stroke)
-        hs__rbuf_printf(p->b, ", color=\"%s\", penwidth=0.5", stroke);
+        hs__buf_printf(p->b, ", color=\"%s\", penwidth=0.5", stroke);
     if (id)
-        hs__rbuf_printf(p->b, ", id=\"%s\"", id);
+        hs__buf_printf(p->b, ", id=\"%s\"", id);
     if (label) {
-        hs__rbuf_puts(p->b, ", label=\"");
+        hs__buf_puts(p->b, ", label=\"");
         hs__dot_text(p->b, label, 0);
-        hs__rbuf_putc(p->b, '"');
+        hs__buf_putc(p->b, '"');
     }
-    hs__rbuf_puts(p->b, ", tooltip=\"");
+    hs__buf_puts(p->b, ", tooltip=\"");
     if (tooltip_dot)
-        hs__rbuf_puts(p->b, tooltip_dot);
+        hs__buf_puts(p->b, tooltip_dot);
     else
-        hs__rbuf_putc(p->b, ' ');
-    hs__rbuf_puts(p->b, "\"];\n");
+        hs__buf_putc(p->b, ' ');
+    hs__buf_puts(p->b, "\"];\n");
 }
 
 void hs__pinned_line(hs_pinned *p, double x0, double y0, double x1, double y1,
@@ -109,7 +109,7 @@ void hs__pinned_text(hs_pinned *p, double x, double y, const char *text,
                                  : 2 * fmin(x, p->width - x);
     double box = fmax(fmin(room, 400), 1);
     double cx = align == 'l' ? x + box / 2 : align == 'r' ? x - box / 2 : x;
-    hs__rbuf_printf(p->b,
+    hs__buf_printf(p->b,
                     "  n%d [shape=plaintext, style=\"\", pos=\"%.2f,%.2f!\", "
                     "width=%.4f, height=%.4f, fontsize=%.1f, fontcolor=\"%s\", "
                     "tooltip=\" \", label=\"",
@@ -117,10 +117,10 @@ void hs__pinned_text(hs_pinned *p, double x, double y, const char *text,
                     font_size, colour);
     hs__dot_text(p->b, text, 200);
     if (align == 'l')
-        hs__rbuf_puts(p->b, "\\l");
+        hs__buf_puts(p->b, "\\l");
     else if (align == 'r')
-        hs__rbuf_puts(p->b, "\\r");
-    hs__rbuf_puts(p->b, "\"];\n");
+        hs__buf_puts(p->b, "\\r");
+    hs__buf_puts(p->b, "\"];\n");
 }
 
 int hs__nice_ticks(double lo, double hi, int max_ticks, double *ticks)

@@ -11,26 +11,7 @@
 #include "hloscope/hs_ir.h"
 #include "hloscope/hs_render.h"
 
-/* ---- text buffer (strbuf.c) -------------------------------------------- */
-
-/* A growable NUL-terminated buffer. Allocation failure is sticky (oom) and
- * makes every later append a no-op, so writers check once at the end. */
-typedef struct hs_rbuf {
-    char *data;
-    size_t len, cap;
-    bool oom;
-} hs_rbuf;
-
-void hs__rbuf_put(hs_rbuf *b, const char *s, size_t n);
-void hs__rbuf_puts(hs_rbuf *b, const char *s);
-void hs__rbuf_putc(hs_rbuf *b, char c);
-void hs__rbuf_printf(hs_rbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void hs__rbuf_free(hs_rbuf *b);
-/* Hands the text to the caller (*out, *out_len) or frees it and reports
- * HS_ERR_NOMEM. */
-hs_status hs__rbuf_finish(hs_rbuf *b, char **out, size_t *out_len,
-                          hs_error *err);
+#include "ir/strbuf.h"
 
 /* ---- escaping (escape.c) ----------------------------------------------- */
 
@@ -38,15 +19,15 @@ hs_status hs__rbuf_finish(hs_rbuf *b, char **out, size_t *out_len,
  * control characters become '?', and text beyond max_chars characters (0 =
  * no limit) is cut with "...". The result never contains '\0', '\n' or
  * bytes < 0x20. */
-void hs__text_clean(hs_rbuf *b, const char *s, size_t max_chars);
+void hs__text_clean(hs_buf *b, const char *s, size_t max_chars);
 /* Appends s cleaned (as above) and escaped for the inside of a DOT quoted
  * string: '"' and '\\' get a backslash. */
-void hs__dot_text(hs_rbuf *b, const char *s, size_t max_chars);
+void hs__dot_text(hs_buf *b, const char *s, size_t max_chars);
 /* Appends s as a DOT quoted string: '"' + hs__dot_text + '"'. */
-void hs__dot_quoted(hs_rbuf *b, const char *s, size_t max_chars);
+void hs__dot_quoted(hs_buf *b, const char *s, size_t max_chars);
 /* A stable id for a name: bytes outside [A-Za-z0-9_.-] become %HH. The
  * encoding is injective and its output needs no escaping anywhere. */
-void hs__id_encode(hs_rbuf *b, const char *s);
+void hs__id_encode(hs_buf *b, const char *s);
 /* Human bytes: "512 B", "1.5 KiB", "3.00 MiB". */
 void hs__format_bytes(char *buf, size_t size, double bytes);
 
@@ -163,8 +144,8 @@ void hs__view_free(hs_view *v);
 
 /* The label lines of a node, each escaped for a DOT string and joined with
  * "\\n"; the tooltip likewise. */
-void hs__node_label(hs_rbuf *b, const hs_view *v, const hs_vnode *n);
-void hs__node_tooltip(hs_rbuf *b, const hs_view *v, const hs_vnode *n);
+void hs__node_label(hs_buf *b, const hs_view *v, const hs_vnode *n);
+void hs__node_tooltip(hs_buf *b, const hs_view *v, const hs_vnode *n);
 /* "f32[2,16]{1,0}" (cut at max characters) into buf. */
 void hs__shape_text(const hs_shape *s, char *buf, size_t size);
 /* Short text for a called computation: "add", "max", ... or its name. */
@@ -174,7 +155,7 @@ const char *hs__trivial_computation(const hs_computation *c);
 
 /* Helpers that write nodes at fixed positions (points, y up). */
 typedef struct hs_pinned {
-    hs_rbuf *b;
+    hs_buf *b;
     int next_id;          /* for generated node names */
     double width, height; /* the canvas */
 } hs_pinned;

@@ -190,7 +190,7 @@ static void axis_value(const chart *c, char *buf, size_t size, double t)
     hs__tick_label(buf, size, t, c->unit);
 }
 
-static void buffer_tooltip(hs_rbuf *t, const chart *c,
+static void buffer_tooltip(hs_buf *t, const chart *c,
                            const hs_timeline_buffer *x)
 {
     char bytes[32], a[32], z[32];
@@ -198,14 +198,14 @@ static void buffer_tooltip(hs_rbuf *t, const chart *c,
     axis_value(c, a, sizeof a, x->start);
     axis_value(c, z, sizeof z, x->end);
     hs__dot_text(t, x->name ? x->name : "buffer", 200);
-    hs__rbuf_printf(t, "\\n%s (%" PRId64 " bytes)\\nlive [%s, %s)", bytes,
+    hs__buf_printf(t, "\\n%s (%" PRId64 " bytes)\\nlive [%s, %s)", bytes,
                     x->bytes, a, z);
     if (x->instruction) {
-        hs__rbuf_puts(t, "\\ninstruction: ");
+        hs__buf_puts(t, "\\ninstruction: ");
         hs__dot_text(t, x->instruction, 200);
     }
     if (x->op_name) {
-        hs__rbuf_puts(t, "\\nop_name: ");
+        hs__buf_puts(t, "\\nop_name: ");
         hs__dot_text(t, x->op_name, 300);
     }
 }
@@ -226,16 +226,16 @@ static const char *buffer_colour(const hs_timeline_buffer *x)
 static void draw_boxes(hs_pinned *pin, const chart *c, const panel *p,
                        double y0, double scale)
 {
-    hs_rbuf tip = {0}, id = {0};
+    hs_buf tip = {0}, id = {0};
     for (int k = 0; k < p->n_boxes; k++) {
         const hs_timeline_buffer *x = &c->b[p->boxes[k].index];
         double x0 = px(c, x->start), x1 = px(c, x->end);
         double h = (double)x->bytes * scale;
         tip.len = id.len = 0;
         buffer_tooltip(&tip, c, x);
-        hs__rbuf_puts(&id, "buf:");
+        hs__buf_puts(&id, "buf:");
         hs__id_encode(&id, x->name ? x->name : "");
-        hs__rbuf_printf(&id, ":%d", p->boxes[k].index);
+        hs__buf_printf(&id, ":%d", p->boxes[k].index);
         /* Names inside boxes that can hold them (about 5 points a char). */
         char label[64] = "";
         if (x1 - x0 >= 40 && h >= 11 && x->name) {
@@ -248,8 +248,8 @@ static void draw_boxes(hs_pinned *pin, const chart *c, const panel *p,
                        label[0] ? label : NULL, tip.data ? tip.data : " ",
                        id.data);
     }
-    hs__rbuf_free(&tip);
-    hs__rbuf_free(&id);
+    hs__buf_free(&tip);
+    hs__buf_free(&id);
 }
 
 /* The outline, at most one step per point column: within a column the
@@ -392,14 +392,14 @@ static hs_status check(const hs_timeline_buffer *b, size_t n, hs_error *err)
         const hs_timeline_buffer *x = &b[k];
         if (!isfinite(x->start) || !isfinite(x->end) || x->end < x->start ||
             x->bytes < 0) {
-            hs_rbuf name = {0};
+            hs_buf name = {0};
             hs__text_clean(&name, x->name ? x->name : "", 64);
             hs_error_set(err, HS_ERR_INVALID,
                          "timeline: buffer %zu (%s) has an invalid lifetime "
                          "or size: [%g, %g), %" PRId64 " bytes",
                          k, name.data ? name.data : "", x->start, x->end,
                          x->bytes);
-            hs__rbuf_free(&name);
+            hs__buf_free(&name);
             return HS_ERR_INVALID;
         }
     }
@@ -477,7 +477,7 @@ hs_status hs_render_timeline_dot(const hs_timeline_buffer *buffers, size_t n,
             st = stack(buffers, p, max_boxes);
     }
 
-    hs_rbuf b = {0};
+    hs_buf b = {0};
     if (st == HS_OK) {
         double panel_h = TITLE_H + c.plot_h + AXIS_H;
         double height = TOP + n_spaces * panel_h + (n_spaces - 1) * GAP;
@@ -502,8 +502,8 @@ hs_status hs_render_timeline_dot(const hs_timeline_buffer *buffers, size_t n,
     }
     free(members);
     if (st != HS_OK) {
-        hs__rbuf_free(&b);
+        hs__buf_free(&b);
         return hs_error_set(err, st, "out of host memory");
     }
-    return hs__rbuf_finish(&b, out, out_len, err);
+    return hs__buf_finish(&b, out, out_len, "rendering", err);
 }

@@ -153,15 +153,15 @@ static hs_status nomem(builder *b)
 static const char *encoded_id(hs_arena *a, const char *prefix,
                               const char *name, const char *suffix_name)
 {
-    hs_rbuf t = {0};
-    hs__rbuf_puts(&t, prefix);
+    hs_buf t = {0};
+    hs__buf_puts(&t, prefix);
     hs__id_encode(&t, name ? name : "");
     if (suffix_name) {
-        hs__rbuf_putc(&t, '@');
+        hs__buf_putc(&t, '@');
         hs__id_encode(&t, suffix_name);
     }
     const char *s = t.oom ? NULL : hs_arena_strdup(a, t.data ? t.data : "");
-    hs__rbuf_free(&t);
+    hs__buf_free(&t);
     return s;
 }
 
@@ -578,12 +578,12 @@ static hs_status build(builder *b, const hs_module *m,
     if (o->computation) {
         v->top = hs_module_find_computation(m, o->computation);
         if (!v->top) {
-            hs_rbuf shown = {0};
+            hs_buf shown = {0};
             hs__text_clean(&shown, o->computation, 64);
             hs_error_set(b->err, HS_ERR_INVALID,
                          "computation: no computation named '%s' in module",
                          shown.data ? shown.data : "");
-            hs__rbuf_free(&shown);
+            hs__buf_free(&shown);
             return HS_ERR_INVALID;
         }
     } else {
