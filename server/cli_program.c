@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "hloscope/hs_device.h"
+#include "hloscope/hs_file.h"
 #include "hloscope/hs_hlo_text.h"
 
 double cli_now_seconds(void)
@@ -45,40 +46,13 @@ int cli_report_error(const char *file, const hs_error *e)
     }
 }
 
-static char *read_file(const char *path, size_t *len, hs_error *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        hs_error_set(e, HS_ERR_IO, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p)
-                free(buf);
-            buf = p;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 
 static int parse_hlo(const char *file, bool shapes_only, cli_program *p,
                      hs_error *e)
 {
     size_t len;
-    char *text = read_file(file, &len, e);
+    char *text = hs_read_file(file, &len, e);
     if (!text)
         return -1;
     hs_module **mods = NULL;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "hloscope/hs_file.h"
 #include "hloscope/hs_steps.h"
 
 bool cli_steps_wanted(const cli_args *a)
@@ -17,33 +18,6 @@ bool cli_steps_wanted(const cli_args *a)
            a->steps_json || a->steps_svg || (a->steps > 0 && !a->train);
 }
 
-static char *slurp(const char *path, size_t *len, hs_error *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        hs_error_set(e, HS_ERR_IO, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0, got;
-    char *buf = malloc(cap + 1);
-    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            char *p = realloc(buf, (cap *= 2) + 1);
-            if (!p)
-                free(buf);
-            buf = p;
-        }
-    }
-    fclose(f);
-    if (!buf) {
-        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
-        return NULL;
-    }
-    buf[n] = '\0';
-    *len = n;
-    return buf;
-}
 
 static int write_text(const char *path, const char *text, const char *what,
                       hs_error *e)
@@ -151,7 +125,7 @@ int cli_steps(const cli_args *a)
         return cli_report_error(a->file, &e);
     }
     size_t len;
-    char *json = slurp(a->file, &len, &e);
+    char *json = hs_read_file(a->file, &len, &e);
     if (!json)
         return cli_report_error(a->file, &e);
     hs_steps_result r;

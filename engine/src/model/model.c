@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "hloscope/hs_builder.h"
+#include "hloscope/hs_file.h"
 #include "hloscope/hs_model.h"
 #include "model/json_schema.h"
 #include "model/model_desc.h"
@@ -283,35 +284,10 @@ hs_model *hs_model_load_file(const char *path, const hs_model_options *opts,
                              hs_error *err)
 {
     hs_error_clear(err);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        hs_error_set(err, HS_ERR_IO, "cannot open %s: %s", path,
-                     strerror(errno));
+    size_t n;
+    char *buf = hs_read_file(path, &n, err);
+    if (!buf)
         return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        char *grown = realloc(buf, cap * 2);
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    bool read_error = ferror(f);
-    fclose(f);
-    if (!buf || read_error) {
-        hs_error_set(err, buf ? HS_ERR_IO : HS_ERR_NOMEM, "cannot read %s",
-                     path);
-        free(buf);
-        return NULL;
-    }
     hs_model *m = hs_model_load(buf, n, opts, err);
     free(buf);
     return m;
