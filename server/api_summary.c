@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report_json.h"
 #include "api.h"
 #include "hloscope/hs_device.h"
 #if __has_include("hloscope/hs_buffers.h")
@@ -109,17 +110,7 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
 json_t *api_metrics_json(const api_program *p)
 {
     const hs_compile_report *r = hs_executable_report(p->exe);
-    json_t *passes = json_array();
-    for (int k = 0; k < r->n_passes; k++)
-        json_array_append_new(
-            passes,
-            json_pack("{s:s, s:i, s:i, s:f, s:I, s:I}", "name", r->passes[k].name,
-                      "runs", r->passes[k].runs, "changed_runs",
-                      r->passes[k].changed_runs, "seconds",
-                      (double)r->passes[k].total_ns * 1e-9, "instructions_before",
-                      (json_int_t)r->passes[k].instructions_before,
-                      "instructions_after",
-                      (json_int_t)r->passes[k].instructions_after));
+    json_t *passes = report_passes_json(r);
     char *report = hs_compile_report_format(r);
     char *metrics = hs_metrics_format(p->metrics);
     json_t *counters = json_object(), *timings = json_object();

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 
+#include "report_json.h"
 #include "cli.h"
 #include "hloscope/hs_hlo_text.h"
 
@@ -21,17 +22,7 @@ static void print_json_summary(const cli_args *a, const cli_program *p)
              (unsigned long long)hs_executable_fingerprint(p->exe));
     hs_timing trace = hs_metrics_timing(p->metrics, HS_METRIC_TRACE_TIME);
 
-    json_t *passes = json_array();
-    for (int k = 0; k < r->n_passes; k++)
-        json_array_append_new(
-            passes,
-            json_pack("{s:s, s:i, s:i, s:f, s:I, s:I}", "name", r->passes[k].name,
-                      "runs", r->passes[k].runs, "changed_runs",
-                      r->passes[k].changed_runs, "seconds",
-                      (double)r->passes[k].total_ns * 1e-9, "instructions_before",
-                      (json_int_t)r->passes[k].instructions_before,
-                      "instructions_after",
-                      (json_int_t)r->passes[k].instructions_after));
+    json_t *passes = report_passes_json(r);
     json_t *o = json_pack(
         "{s:s, s:s, s:s, s:{s:i, s:i}, s:{s:I, s:I}, s:i, s:s, s:s, s:f, s:f, s:o}",
         "file", a->file, "module", traced->name, "fingerprint", fp,
