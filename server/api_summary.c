@@ -5,11 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_json.h"
 #include "api.h"
 #include "hloscope/hs_device.h"
 #if __has_include("hloscope/hs_buffers.h")
 #include "hloscope/hs_buffers.h"
+#include "report_json.h"
 #define API_HAVE_BUFFERS 1
 #endif
 

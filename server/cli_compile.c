@@ -6,9 +6,9 @@
 
 #include <jansson.h>
 
-#include "report_json.h"
 #include "cli.h"
 #include "hloscope/hs_hlo_text.h"
+#include "report_json.h"
 
 /* The compile result as JSON (jansson does the escaping). */
 static void print_json_summary(const cli_args *a, const cli_program *p)
