@@ -10,10 +10,7 @@
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "store.h"
-#if __has_include("hloscope/hs_train.h")
 #include "hloscope/hs_train.h"
-#define API_HAVE_TRAIN 1
-#endif
 
 static void cache_hlo(srv *s, const char *id, const api_program *p)
 {
@@ -48,7 +45,6 @@ static json_t *output_json(const hs_tensor *t)
     return o;
 }
 
-#ifdef API_HAVE_TRAIN
 static json_t *stats_json(const hs_run_stats *st)
 {
     return json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f}", "sim_seconds",
@@ -136,7 +132,6 @@ done:
     hs_train_step_free(ts);
     return out;
 }
-#endif
 
 /* Executes p on its device and adds "run" and "outputs" to sum. The run
  * stops at the request's deadline (HS_ERR_CANCELLED -> 503), and the run
@@ -188,7 +183,6 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
                   "peak_device_bytes", (json_int_t)st.peak_device_bytes,
                   "peak_host_bytes", (json_int_t)st.peak_host_bytes,
                   "wall_seconds", st.wall_seconds));
-#ifdef API_HAVE_TRAIN
     /* A model with a "train" section also trains; when its steps cannot be
      * built or run (an engine gap, a limit), the forward result stands and
      * "train" says why. */
@@ -198,7 +192,6 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
         json_t *t = train_steps(s, p, spec, deadline_ns, &te);
         json_object_set_new(sum, "train", t ? t : srv_error_json(&te));
     }
-#endif
     return 0;
 }
 

@@ -9,10 +9,7 @@
 #include "api.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
-#if __has_include("hloscope/hs_buffers.h")
 #include "hloscope/hs_buffers.h"
-#define API_HAVE_BUFFERS 1
-#endif
 
 const hs_module *api_program_traced(const api_program *p)
 {
@@ -128,7 +125,6 @@ static int compile(srv *s, api_program *p, int64_t deadline_ns, hs_error *e)
  * RESOURCE_EXHAUSTED report (cut to the message's size). */
 static int check_device_memory(const api_program *p, hs_error *e)
 {
-#ifdef API_HAVE_BUFFERS
     const hs_device_spec *spec = hs_device_find(p->device);
     hs_buffer_assignment *ba = hs_assign_buffers(hs_executable_module(p->exe), e);
     if (!spec || !ba)
@@ -145,10 +141,6 @@ static int check_device_memory(const api_program *p, hs_error *e)
     free(report);
     hs_buffers_free(ba);
     return rc;
-#else
-    (void)p, (void)e;
-    return 0;
-#endif
 }
 
 /* `run` executes for real: refuse what would take too long or too much

@@ -7,11 +7,8 @@
 
 #include "api.h"
 #include "hloscope/hs_device.h"
-#if __has_include("hloscope/hs_buffers.h")
 #include "hloscope/hs_buffers.h"
 #include "report_json.h"
-#define API_HAVE_BUFFERS 1
-#endif
 
 json_t *api_links(const char *id, const char *endpoint)
 {
@@ -141,7 +138,6 @@ json_t *api_metrics_json(const api_program *p)
     return o;
 }
 
-#ifdef API_HAVE_BUFFERS
 static json_t *space_json(const hs_memory_space_stats *s)
 {
     return json_pack("{s:I, s:I, s:I, s:I, s:I}", "argument_bytes",
@@ -186,7 +182,6 @@ static json_t *peak_json(const hs_buffer_assignment *ba, int space)
     json_object_set_new(o, "largest_live", top);
     return o;
 }
-#endif
 
 json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
 {
@@ -196,7 +191,6 @@ json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
         json_object_set_new(o, "capacity",
                             json_pack("{s:f, s:f}", "device_bytes", spec->hbm_bytes,
                                       "host_bytes", spec->host_bytes));
-#ifdef API_HAVE_BUFFERS
     hs_error e;
     hs_error_clear(&e);
     hs_buffer_assignment *ba = hs_assign_buffers(m, &e);
@@ -224,12 +218,5 @@ json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
         json_object_set_new(o, "buffers", bufs);
     }
     hs_buffers_free(ba);
-#else
-    (void)m;
-    (void)timeline;
-    json_object_set_new(o, "source", json_string("none"));
-    json_object_set_new(o, "note", json_string("this build has no buffer assignment; "
-                                               "POST /v1/run reports measured peaks"));
-#endif
     return o;
 }

@@ -26,10 +26,7 @@
 #include "api.h"
 #include "http.h"
 #include "store.h"
-#if __has_include("hloscope/hs_render.h")
 #include "hloscope/hs_render.h"
-#define SRV_HAVE_RENDER 1
-#endif
 
 double srv_now(void)
 {
@@ -480,9 +477,7 @@ static bool drain(srv *s, double until)
 static void srv_free(srv *s)
 {
     srv_pool_free(s->pool);
-#ifdef SRV_HAVE_RENDER
     hs_render_shutdown();
-#endif
     store_close(s->store);
     store_lru_free(s->lru);
     api_examples_free(s->examples);
@@ -511,13 +506,11 @@ int hs_cli_serve(int argc, char **argv)
     s.metrics = srv_metrics_new();
     s.flights = api_flights_new();
 
-#ifdef SRV_HAVE_RENDER
     /* The layout server is forked from this process: do it while there is
      * one thread (docs/RENDER.md). A failure here is retried at the first
      * layout. */
     if (hs_render_init(&e) != HS_OK)
         fprintf(stderr, "hloscope serve: layout server: %s\n", e.message);
-#endif
     /* Signals go to the thread waiting in sigwait, never to a worker: block
      * them before any thread starts (threads inherit the mask). */
     sigset_t set;
