@@ -15,16 +15,7 @@
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
-
-static hs_module *parse(const char *text)
-{
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (!m)
-        fail_msg("parse: %s (line %d)", err.message, err.line);
-    return m;
-}
+#include "hlo_test_helpers.h"
 
 static hs_buffer_assignment *assign(const hs_module *m)
 {
@@ -45,12 +36,6 @@ static const hs_logical_buffer *find(const hs_buffer_assignment *ba,
         if (strcmp(list[k].name, name) == 0)
             return &list[k];
     return NULL;
-}
-
-static void assert_contains(const char *text, const char *needle)
-{
-    if (!strstr(text, needle))
-        fail_msg("expected to find\n  %s\nin\n%s", needle, text);
 }
 
 /* p (1 KiB, argument) -> a = broadcast (256 KiB) -> e = exp(a) (256 KiB)

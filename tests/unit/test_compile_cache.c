@@ -12,16 +12,7 @@
 
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_hlo_text.h"
-
-static hs_module *parse(const char *text)
-{
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (!m)
-        fail_msg("parse: %s (line %d)", err.message, err.line);
-    return m;
-}
+#include "hlo_test_helpers.h"
 
 /* The same small graph under different names: x * 1 + 0 folds away. */
 static hs_module *traced(const char *prefix, float scale)

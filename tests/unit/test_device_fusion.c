@@ -18,25 +18,10 @@
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
 #include "hloscope/hs_passes.h"
+#include "hlo_test_helpers.h"
 
 #define BASE_PIPELINE "verify,fix(simplify,cse,dce),while-loop-trip-count"
 #define FUSED_PIPELINE BASE_PIPELINE ",fusion"
-
-static hs_module *parse(const char *text)
-{
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (!m)
-        fail_msg("parse: %s (line %d)\n%s", err.message, err.line, text);
-    return m;
-}
-
-static void assert_contains(const char *text, const char *needle)
-{
-    if (!strstr(text, needle))
-        fail_msg("expected to find\n  %s\nin\n%s", needle, text);
-}
 
 typedef struct run_result {
     hs_tensor **out;

@@ -14,16 +14,7 @@
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_passes.h"
-
-static hs_module *parse(const char *text)
-{
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (!m)
-        fail_msg("parse: %s (line %d)", err.message, err.line);
-    return m;
-}
+#include "hlo_test_helpers.h"
 
 /* Runs the fusion pass; returns whether it changed the module, and checks
  * that the module still verifies. */
@@ -39,33 +30,6 @@ static bool fuse(hs_module *m)
     if (hs_module_verify(m, &err) != HS_OK)
         fail_msg("invalid after fusion: %s", err.message);
     return changed;
-}
-
-static char *print(const hs_module *m)
-{
-    char *s = hs_hlo_print(m);
-    assert_non_null(s);
-    return s;
-}
-
-static void assert_contains(const char *text, const char *needle)
-{
-    if (!strstr(text, needle))
-        fail_msg("expected to find\n  %s\nin\n%s", needle, text);
-}
-
-static void assert_lacks(const char *text, const char *needle)
-{
-    if (strstr(text, needle))
-        fail_msg("did not expect\n  %s\nin\n%s", needle, text);
-}
-
-static int count(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
 }
 
 static int count_opcode(const hs_computation *c, hs_opcode op)

@@ -12,16 +12,7 @@
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_passes.h"
-
-static hs_module *parse(const char *text)
-{
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (!m)
-        fail_msg("parse: %s (line %d)", err.message, err.line);
-    return m;
-}
+#include "hlo_test_helpers.h"
 
 /* Runs one built-in pass; returns whether it changed the module, and
  * checks that the module still verifies. */
@@ -41,34 +32,6 @@ static bool run(hs_module *m, const char *pass_name)
     if (st != HS_OK)
         fail_msg("invalid after %s: %s", pass_name, err.message);
     return changed;
-}
-
-/* The printed module; freed by the caller. */
-static char *print(const hs_module *m)
-{
-    char *s = hs_hlo_print(m);
-    assert_non_null(s);
-    return s;
-}
-
-static void assert_contains(const char *text, const char *needle)
-{
-    if (!strstr(text, needle))
-        fail_msg("expected to find\n  %s\nin\n%s", needle, text);
-}
-
-static void assert_lacks(const char *text, const char *needle)
-{
-    if (strstr(text, needle))
-        fail_msg("did not expect\n  %s\nin\n%s", needle, text);
-}
-
-static int count(const char *text, const char *needle)
-{
-    int n = 0;
-    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
-        n++;
-    return n;
 }
 
 /* ---- simplify ----------------------------------------------------------- */

@@ -23,6 +23,7 @@
 #include "hloscope/hs_render.h"
 #include "render/layout_internal.h"
 #include "render/render_internal.h"
+#include "hlo_test_helpers.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -51,15 +52,6 @@ static const char lin8_json[] =
     "{\"name\": \"lin8\", \"input\": {\"shape\": [2, 16]},\n"
     " \"layers\": [{\"repeat\": 8, \"block\": {\"type\": \"linear\", "
     "\"features\": 16}}]}";
-
-static hs_module *parse(const char *text)
-{
-    hs_error err;
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (!m)
-        fail_msg("parse: %s (line %d)", err.message, err.line);
-    return m;
-}
 
 static hs_model *load_model(const char *json, const char *loop)
 {
@@ -111,12 +103,6 @@ static char *layout(const char *dot, const char *engine)
         fail_msg("layout: %s: %s", hs_status_name(st), err.message);
     assert_int_equal(strlen(out), len);
     return out;
-}
-
-static void assert_contains(const char *text, const char *needle)
-{
-    if (!strstr(text, needle))
-        fail_msg("expected to find\n  %s\nin\n%.4000s", needle, text);
 }
 
 static int count_of(const char *text, const char *needle)

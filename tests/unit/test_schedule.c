@@ -15,16 +15,7 @@
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_passes.h"
-
-static hs_module *parse(const char *text)
-{
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (!m)
-        fail_msg("parse: %s (line %d)", err.message, err.line);
-    return m;
-}
+#include "hlo_test_helpers.h"
 
 static bool run_schedule(hs_module *m)
 {

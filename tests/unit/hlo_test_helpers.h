@@ -1,0 +1,53 @@
+/*
+ * hlo_test_helpers.h - what tests written as HLO text share: parse a
+ * module (failing the test with the parser's message), print it, and look
+ * for text in the printed module. Include after <cmocka.h>.
+ */
+#ifndef HLOSCOPE_HLO_TEST_HELPERS_H
+#define HLOSCOPE_HLO_TEST_HELPERS_H
+
+#include <string.h>
+
+#include "hloscope/hs_hlo_text.h"
+
+static inline hs_module *parse(const char *text)
+{
+    hs_error err;
+    hs_error_clear(&err);
+    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
+    if (!m)
+        fail_msg("parse: %s (line %d, column %d)\n%s", err.message, err.line,
+                 err.column, text);
+    return m;
+}
+
+/* The printed module; freed by the caller. */
+static inline char *print(const hs_module *m)
+{
+    char *s = hs_hlo_print(m);
+    assert_non_null(s);
+    return s;
+}
+
+static inline void assert_contains(const char *text, const char *needle)
+{
+    if (!strstr(text, needle))
+        fail_msg("expected to find\n  %s\nin\n%s", needle, text);
+}
+
+static inline void assert_lacks(const char *text, const char *needle)
+{
+    if (strstr(text, needle))
+        fail_msg("did not expect\n  %s\nin\n%s", needle, text);
+}
+
+/* Occurrences of needle in text (overlapping ones counted). */
+static inline int count(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+#endif
