@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "hloscope/hs_compile.h"
+#include "hloscope/hs_file.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
@@ -145,29 +146,6 @@ static int model_rows(const char *name, const char *loop, int reps,
     return 0;
 }
 
-/* GELU (tanh form) over [256,1024]: nine element-wise ops, memory-bound. */
-static const char *gelu =
-    "HloModule gelu\n"
-    "ENTRY main {\n"
-    "  x = f32[256,1024] parameter(0)\n"
-    "  c0 = f32[] constant(0.5)\n"
-    "  h = f32[256,1024] broadcast(c0), dimensions={}\n"
-    "  c1 = f32[] constant(0.044715)\n"
-    "  k = f32[256,1024] broadcast(c1), dimensions={}\n"
-    "  c2 = f32[] constant(0.7978846)\n"
-    "  s = f32[256,1024] broadcast(c2), dimensions={}\n"
-    "  c3 = f32[] constant(1)\n"
-    "  one = f32[256,1024] broadcast(c3), dimensions={}\n"
-    "  x2 = f32[256,1024] multiply(x, x)\n"
-    "  x3 = f32[256,1024] multiply(x2, x)\n"
-    "  kx3 = f32[256,1024] multiply(k, x3)\n"
-    "  in = f32[256,1024] add(x, kx3)\n"
-    "  si = f32[256,1024] multiply(s, in)\n"
-    "  t = f32[256,1024] tanh(si)\n"
-    "  tp = f32[256,1024] add(one, t)\n"
-    "  hx = f32[256,1024] multiply(h, x)\n"
-    "  ROOT y = f32[256,1024] multiply(hx, tp)\n"
-    "}\n";
 
 int main(int argc, char **argv)
 {
@@ -179,7 +157,14 @@ int main(int argc, char **argv)
            "bytes accessed (MiB) |\n"
            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     hs_error err;
-    hs_module *g = hs_hlo_parse(gelu, strlen(gelu), &err);
+    size_t gelu_len = 0;
+    char *gelu = hs_read_file(HS_SOURCE_DIR "/tests/data/hlo/gelu_tanh.hlo", &gelu_len, &err);
+    hs_module *g = gelu ? hs_hlo_parse(gelu, gelu_len, &err) : NULL;
+    free(gelu);
+    if (!g) {
+        fprintf(stderr, "bench_fusion: gelu_tanh.hlo: %s\n", err.message);
+        return 1;
+    }
     hs_shape xs = g->entry->params[0]->shape;
     hs_tensor *x = hs_tensor_new(&xs);
     float *xd = x->data;

@@ -19,6 +19,7 @@
 #include "hloscope/hs_model.h"
 #include "hloscope/hs_passes.h"
 #include "hlo_test_helpers.h"
+#include "hloscope/hs_file.h"
 
 #define BASE_PIPELINE "verify,fix(simplify,cse,dce),while-loop-trip-count"
 #define FUSED_PIPELINE BASE_PIPELINE ",fusion"
@@ -136,34 +137,17 @@ static void fused_examples_match_unfused_bit_for_bit(void **state)
     }
 }
 
-/* GELU (tanh form) over a [256,1024] activation: nine element-wise ops. */
-static const char *gelu =
-    "HloModule gelu\n"
-    "ENTRY main {\n"
-    "  x = f32[256,1024] parameter(0)\n"
-    "  c0 = f32[] constant(0.5)\n"
-    "  h = f32[256,1024] broadcast(c0), dimensions={}\n"
-    "  c1 = f32[] constant(0.044715)\n"
-    "  k = f32[256,1024] broadcast(c1), dimensions={}\n"
-    "  c2 = f32[] constant(0.7978846)\n"
-    "  s = f32[256,1024] broadcast(c2), dimensions={}\n"
-    "  c3 = f32[] constant(1)\n"
-    "  one = f32[256,1024] broadcast(c3), dimensions={}\n"
-    "  x2 = f32[256,1024] multiply(x, x)\n"
-    "  x3 = f32[256,1024] multiply(x2, x)\n"
-    "  kx3 = f32[256,1024] multiply(k, x3)\n"
-    "  in = f32[256,1024] add(x, kx3)\n"
-    "  si = f32[256,1024] multiply(s, in)\n"
-    "  t = f32[256,1024] tanh(si)\n"
-    "  tp = f32[256,1024] add(one, t)\n"
-    "  hx = f32[256,1024] multiply(h, x)\n"
-    "  ROOT y = f32[256,1024] multiply(hx, tp)\n"
-    "}\n";
 
 static void fusion_lowers_time_and_memory_of_elementwise_model(void **state)
 {
     (void)state;
+    size_t len;
+    hs_error err;
+    char *gelu = hs_read_file(HS_SOURCE_DIR "/tests/data/hlo/gelu_tanh.hlo", &len, &err);
+    if (!gelu)
+        fail_msg("%s", err.message);
     hs_module *m = parse(gelu);
+    free(gelu);
     hs_executable *plain = compile_with(m, BASE_PIPELINE);
     hs_executable *fused = compile_with(m, FUSED_PIPELINE);
     const hs_module *fm = hs_executable_module(fused);
