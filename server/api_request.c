@@ -92,7 +92,8 @@ static int json_depth(const char *p, size_t n, int limit)
 }
 
 static const char *const k_loops[] = {"unrolled", "scan", NULL};
-static const char *const k_residuals[] = {"save", "remat", "offload", NULL};
+static const char *const k_residuals[] = {"save", "remat", "offload",
+                                          "remat_offload", "auto", NULL};
 
 static bool one_of(const char *v, const char *const *set)
 {
@@ -124,7 +125,8 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
             srv_reply_error(rp, 422, "invalid", path,
                             "unknown %s '%s' (known: %s)", key, value,
                             key[0] == 'l' ? "unrolled, scan"
-                                          : "save, remat, offload");
+                                          : "save, remat, offload, "
+                                            "remat_offload, auto");
             return -1;
         }
         json_object_set_new(out, key, json_string(value));

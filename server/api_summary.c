@@ -47,9 +47,11 @@ static const char *loop_name(hs_loop_mode m)
 
 static const char *residuals_name(hs_residuals r)
 {
-    return r == HS_RESIDUALS_REMAT     ? "remat"
-           : r == HS_RESIDUALS_OFFLOAD ? "offload"
-                                       : "save";
+    return r == HS_RESIDUALS_REMAT             ? "remat"
+           : r == HS_RESIDUALS_OFFLOAD         ? "offload"
+           : r == HS_RESIDUALS_REMAT_OFFLOAD   ? "remat_offload"
+           : r == HS_RESIDUALS_AUTO            ? "auto"
+                                               : "save";
 }
 
 json_t *api_summary_compile(const api_request *ar, const api_program *p)

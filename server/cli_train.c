@@ -41,7 +41,8 @@ static void print_residuals(const hs_train_step *ts)
     const hs_scan_vjp_report *r = ts->scan_report;
     if (!r || r->n_loops == 0)
         return;
-    static const char *const names[] = {"save", "remat", "offload"};
+    static const char *const names[] = {"save", "remat", "offload",
+                                        "remat_offload"};
     printf("residuals:    %s, %d scan(s): %lld bytes stacked on the device, "
            "%lld on the host\n",
            ts->auto_choice         ? "auto"

@@ -87,8 +87,10 @@ typedef enum hs_residuals {
     HS_RESIDUALS_SAVE = 0, /* keep activations for the backward pass */
     HS_RESIDUALS_REMAT,    /* recompute them */
     HS_RESIDUALS_OFFLOAD,  /* keep them in host memory */
-    HS_RESIDUALS_AUTO      /* offload what must go so that the step fits
+    HS_RESIDUALS_AUTO,     /* offload what must go so that the step fits
                               HBM, with the least exposed transfer time */
+    HS_RESIDUALS_REMAT_OFFLOAD /* keep only each layer's input, in host
+                                  memory, and recompute the rest */
 } hs_residuals;
 
 typedef enum hs_loss { HS_LOSS_MSE = 0, HS_LOSS_CROSS_ENTROPY } hs_loss;

@@ -156,7 +156,9 @@ hs_instruction *hs_scan_layers(hs_builder *b, const hs_layer *layers,
 typedef enum hs_scan_policy {
     HS_SCAN_SAVE = 0, /* stack the residuals on the device */
     HS_SCAN_REMAT,    /* stack only the carries; recompute the body */
-    HS_SCAN_OFFLOAD   /* stack the residuals in host memory */
+    HS_SCAN_OFFLOAD,  /* stack the residuals in host memory */
+    HS_SCAN_REMAT_OFFLOAD /* stack only the carries, in host memory;
+                             recompute the body */
 } hs_scan_policy;
 
 #define HS_SCAN_REPORT_MAX 256

@@ -70,6 +70,8 @@ typedef struct dev_step {
     struct dev_plan *callee[2]; /* while {cond, body}; call / reduce */
     int aux;           /* kernel-specific: reduce fast-path opcode, -1 none */
     void *data;        /* kernel-specific plan data (fused program, pad) */
+    uint64_t in_place; /* bit k: the result may take over operand k's
+                          buffer (hs_reads_elementwise; k < 64) */
     bool host_transfer; /* copies between memory spaces: a DMA-stream
                            candidate (copy-start, copy, MoveTo*) */
     double flops, bytes, seconds; /* roofline cost */
@@ -134,6 +136,11 @@ void dev_ctx_cleanup(dev_ctx *x);
 /* An owned reference to operand k of s: stolen from the frame at its last
  * use, otherwise a new reference. */
 dev_val *dev_take(const dev_step *s, dev_val **f, int k);
+/* The result buffer of s: the first operand of s->in_place whose last
+ * reference this is and that nobody else sees (written in place, as
+ * buffer assignment plans), otherwise a new one. NULL: error set. Read
+ * the operands' data before: the frame no longer holds a taken operand. */
+dev_val *dev_result(dev_ctx *x, const dev_step *s, dev_val **f);
 hs_status dev_oom(dev_ctx *x);
 hs_status dev_unsupported(dev_ctx *x, const hs_instruction *in,
                           const char *what);
@@ -246,6 +253,7 @@ void dev_convert_loop(hs_dtype from, hs_dtype to, const void *a, void *y,
 typedef struct dev_fusion_program dev_fusion_program;
 dev_fusion_program *dev_fusion_compile(dev_ctx *x, const hs_instruction *in);
 /* kernels_fusion.c */
+/* out may be one of the operands (a fusion written in place). */
 hs_status dev_fusion_execute(dev_ctx *x, const dev_fusion_program *p,
                              const void *const *operands, void *out);
 

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "device/device_internal.h"
+#include "passes/buffers_internal.h"
 
 static void release_frame(dev_ctx *x, dev_val **f, int n)
 {
@@ -206,10 +207,14 @@ static int count_leaves(const hs_shape *s)
 /* Wraps the caller's tensors (never written, never freed) as the value of
  * a parameter of shape s, consuming args from *next. pins collects one
  * extra reference per leaf, held until the end of the run so that
- * parameters count for the whole run and are never updated in place. */
+ * parameters count for the whole run and are never updated in place;
+ * an array parameter that input_output_alias donates is not pinned: it
+ * leaves the device's live bytes at its last use, as buffer assignment
+ * plans (the caller's memory is still never written). */
 static hs_status bind_param(dev_ctx *x, const hs_shape *s,
                             hs_tensor *const *args, int *next,
-                            dev_val **pins, int *n_pins, dev_val **out)
+                            dev_val **pins, int *n_pins, bool donated,
+                            dev_val **out)
 {
     if (s->dtype == HS_TUPLE) {
         dev_val *t = dev_tuple_new(x, s, s->n_elems);
@@ -217,7 +222,7 @@ static hs_status bind_param(dev_ctx *x, const hs_shape *s,
             return x->err->status;
         for (int i = 0; i < s->n_elems; i++) {
             hs_status st = bind_param(x, &s->elems[i], args, next, pins,
-                                      n_pins, &t->elems[i]);
+                                      n_pins, false, &t->elems[i]);
             if (st) {
                 t->n = i;
                 dev_release(x, t);
@@ -241,8 +246,10 @@ static hs_status bind_param(dev_ctx *x, const hs_shape *s,
     if (!v)
         return x->err->status;
     (*next)++;
-    dev_ref(v);
-    pins[(*n_pins)++] = v;
+    if (!donated) {
+        dev_ref(v);
+        pins[(*n_pins)++] = v;
+    }
     *out = v;
     return HS_OK;
 }
@@ -365,12 +372,20 @@ hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
         if (!params || !pins)
             st = dev_oom(&x);
     }
+    hs__donation *don = NULL;
+    int n_don = st ? 0 : hs__parse_donations(m->header_attrs, &don);
+    if (n_don < 0)
+        st = dev_oom(&x);
     int next = 0, bound = 0;
     for (; !st && bound < entry->n_params; bound++) {
+        bool donated = false;
+        for (int d = 0; d < n_don; d++)
+            donated |= don[d].param == bound && don[d].param_index_len == 0;
         x.cur = entry->params[bound];
         st = bind_param(&x, &entry->params[bound]->shape, args, &next, pins,
-                        &n_pins, &params[bound]);
+                        &n_pins, donated, &params[bound]);
     }
+    free(don);
     if (!st) {
         st = dev_eval(&x, dev_plan_of(&x, entry), params, entry->n_params,
                       &root);

@@ -28,13 +28,19 @@ hs_status dev_k_get_tuple_element(dev_ctx *x, const dev_step *s, dev_val **f,
 {
     const dev_val *t = dev_op(s, f, 0);
     int64_t i = s->in->index;
-    if (!t->elems || i < 0 || i >= t->n)
+    if (!t->elems || i < 0 || i >= t->n || !t->elems[i])
         return hs_error_set(x->err, HS_ERR_INVALID,
                             "instruction %s: tuple index %lld out of range",
                             s->in->name, (long long)i);
+    bool last = s->op_last[0];
     dev_val *tv = dev_take(s, f, 0);
     dev_val *e = tv->elems[i];
-    dev_ref(e);
+    /* Moved out when nobody else holds the tuple (docs: plan.c
+     * mark_moving_gtes): the tuple no longer keeps the element alive. */
+    if (s->aux == 1 && tv->refs == (last ? 1 : 2))
+        tv->elems[i] = NULL;
+    else
+        dev_ref(e);
     dev_release(x, tv);
     *out = e;
     return HS_OK;

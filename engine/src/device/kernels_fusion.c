@@ -179,7 +179,13 @@ static void run_op(const dev_fusion_program *p, const dev_fop *op,
 hs_status dev_fusion_execute(dev_ctx *x, const dev_fusion_program *p,
                              const void *const *operands, void *out)
 {
-    size_t need = (size_t)p->n_slots * DEV_FUSION_SLOT_BYTES +
+    /* Written in place over an operand, the root goes through one more
+     * slot: an op never writes over its inputs (restrict loops). */
+    bool alias = false;
+    for (int k = 0; k < p->n_operands; k++)
+        alias |= operands[k] == out;
+    int n_slots = p->n_slots + 1;
+    size_t need = (size_t)n_slots * DEV_FUSION_SLOT_BYTES +
                   sizeof(void *) * (size_t)p->n_values;
     if (need > x->fusion_scratch_cap) {
         size_t cap = (need + 63) & ~(size_t)63;
@@ -192,7 +198,7 @@ hs_status dev_fusion_execute(dev_ctx *x, const dev_fusion_program *p,
     }
     char *slots = x->fusion_scratch;
     const void **rv =
-        (const void **)(slots + (size_t)p->n_slots * DEV_FUSION_SLOT_BYTES);
+        (const void **)(slots + (size_t)n_slots * DEV_FUSION_SLOT_BYTES);
     int64_t n = p->n;
     int es = dev_esize(p->type);
     if (p->has_invariants) {
@@ -221,7 +227,9 @@ hs_status dev_fusion_execute(dev_ctx *x, const dev_fusion_program *p,
                 continue;
             }
             case DEV_FPLACE_OUT:
-                dst = (char *)out + i0 * es;
+                dst = alias ? slots + (size_t)p->n_slots *
+                                          DEV_FUSION_SLOT_BYTES
+                            : (char *)out + i0 * es;
                 break;
             default:
                 dst = slots + (size_t)op->slot * DEV_FUSION_SLOT_BYTES;
@@ -230,7 +238,7 @@ hs_status dev_fusion_execute(dev_ctx *x, const dev_fusion_program *p,
             run_op(p, op, rv, operands, dst, i0, len);
             rv[k] = dst;
         }
-        if (p->ops[p->root].place != DEV_FPLACE_OUT)
+        if (p->ops[p->root].place != DEV_FPLACE_OUT || alias)
             memcpy((char *)out + i0 * es, rv[p->root], (size_t)(len * es));
     }
     return HS_OK;
@@ -269,7 +277,7 @@ hs_status dev_k_fusion(dev_ctx *x, const dev_step *s, dev_val **f,
         return dev_oom(x);
     for (int k = 0; k < s->n_ops; k++)
         ops[k] = dev_op(s, f, k)->block->data;
-    dev_val *v = dev_array_new(x, &s->in->shape);
+    dev_val *v = dev_result(x, s, f);
     hs_status st = v ? dev_fusion_execute(x, p, ops, v->block->data)
                      : x->err->status;
     if (ops != small)

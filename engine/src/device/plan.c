@@ -293,8 +293,16 @@ static hs_status plan_fusion(dev_ctx *x, const hs_instruction *in,
                             "instruction %s: its shape is not that of the "
                             "root of %s", in->name, c->name);
     s->data = dev_fusion_compile(x, in);
-    if (s->data)
+    if (s->data) {
+        for (int k = 0; k < in->n_operands && k < 64; k++)
+            if (hs_shape_bytes(&in->operands[k]->shape) ==
+                    hs_shape_bytes(&in->shape) &&
+                dev_space_index(in->operands[k]->shape.memory_space) ==
+                    dev_space_index(in->shape.memory_space) &&
+                hs_reads_elementwise(in, k))
+                s->in_place |= (uint64_t)1 << k;
         return HS_OK;
+    }
     if (x->err->status != HS_OK)
         return x->err->status;
     return plan_for(x, c, depth + 1, &s->callee[0]);
@@ -378,6 +386,47 @@ static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
     }
     p->busy = false;
     *out = p;
+    return HS_OK;
+}
+
+/* A get-tuple-element moves its element out of the tuple (aux = 1) when
+ * every user of the tuple is a get-tuple-element and no other one reads
+ * that index: the element then lives to its own last use, as buffer
+ * assignment counts it, not as long as the tuple (a while body's
+ * parameter, whose last get-tuple-element may come late). */
+static hs_status mark_moving_gtes(dev_ctx *x, const hs_computation *c,
+                                  const index_map *map, int root,
+                                  dev_plan *p)
+{
+    int n = c->n_instrs;
+    bool *other = zalloc(x, (size_t)n * sizeof *other);
+    int **seen = zalloc(x, (size_t)n * sizeof *seen);
+    if (!other || !seen)
+        return HS_ERR_NOMEM;
+    other[root] = true;
+    for (int j = 0; j < p->n_steps; j++) {
+        const hs_instruction *in = p->steps[j].in;
+        for (int o = 0; o < in->n_operands; o++) {
+            int t = map_get(map, in->operands[o]);
+            const hs_shape *ts = &in->operands[o]->shape;
+            if (in->opcode != HS_OP_GET_TUPLE_ELEMENT ||
+                ts->dtype != HS_TUPLE || in->index < 0 ||
+                in->index >= ts->n_elems) {
+                other[t] = true;
+                continue;
+            }
+            if (!seen[t] &&
+                !(seen[t] = zalloc(x, (size_t)ts->n_elems * sizeof(int))))
+                return HS_ERR_NOMEM;
+            seen[t][in->index]++;
+        }
+    }
+    for (int j = 0; j < p->n_steps; j++) {
+        dev_step *s = &p->steps[j];
+        if (s->in->opcode != HS_OP_GET_TUPLE_ELEMENT || !seen[s->ops[0]])
+            continue;
+        s->aux = !other[s->ops[0]] && seen[s->ops[0]][s->in->index] == 1;
+    }
     return HS_OK;
 }
 
@@ -491,6 +540,9 @@ static hs_status build_plan(dev_ctx *x, const hs_computation *c,
         j++;
     }
     p->n_steps = n_steps;
+    hs_status mst = mark_moving_gtes(x, c, &map, root, p);
+    if (mst)
+        return mst;
     /* Release lists and final references. */
     int *count = zalloc(x, (size_t)n_steps * sizeof(int));
     if (!count)

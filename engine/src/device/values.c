@@ -319,6 +319,38 @@ dev_val *dev_take(const dev_step *s, dev_val **f, int k)
     return v;
 }
 
+dev_val *dev_result(dev_ctx *x, const dev_step *s, dev_val **f)
+{
+    const hs_shape *shape = &s->in->shape;
+    dev_val *v = NULL;
+    int k = 0;
+    for (; k < s->n_ops && k < 64; k++) {
+        v = (s->in_place >> k & 1) && s->op_last[k] ? f[s->ops[k]] : NULL;
+        if (v && v->refs == 1 && v->block && v->block->refs == 1 &&
+            !v->block->parent &&
+            v->block->space == dev_space_index(shape->memory_space) &&
+            v->block->bytes == hs_shape_bytes(shape))
+            break;
+        v = NULL;
+    }
+    if (!v)
+        return dev_array_new(x, shape);
+    if (!v->block->cap) {
+        /* A donated argument: the caller's memory, never written. It
+         * leaves the live bytes before the result enters them, as if the
+         * result took its place. */
+        f[s->ops[k]] = NULL;
+        dev_release(x, v);
+        return dev_array_new(x, shape);
+    }
+    f[s->ops[k]] = NULL;
+    /* The timeline: the operand's buffer ends, the result's begins. */
+    record_free(x, v->block);
+    record_alloc(x, v->block, false);
+    v->shape = shape;
+    return v;
+}
+
 void dev_ctx_cleanup(dev_ctx *x)
 {
     free(x->fusion_scratch);

@@ -282,10 +282,11 @@ static const char *const k_sgd_keys[] = {"type", "lr", NULL};
 static const char *const k_adam_keys[] = {"type", "lr", "beta1", "beta2",
                                           "eps", NULL};
 static const char *const k_loops[] = {"unrolled", "scan", NULL};
+/* In hs_residuals order. */
 static const char *const k_residuals[] = {"save", "remat", "offload", "auto",
-                                          NULL};
+                                          "remat_offload", NULL};
 
-/* "residuals": "save" | "remat" | "offload" | "auto", or
+/* "residuals": "save" | "remat" | "offload" | "auto" | "remat_offload", or
  * {"offload": ["attn/q_proj", ...]}: those residuals on the host, the rest
  * saved on the device. */
 static bool parse_residuals(desc_parser *p, const json_t *root,

@@ -396,6 +396,34 @@ static bool can_take(const hs__ba *s, int32_t b, const hs_shape *node, int k)
            x->space == hs__space_index(node->memory_space);
 }
 
+/* A loop fusion writes its result over an operand that dies here and that
+ * it reads element by element (XLA's CanShareOperandBufferWithUser): the
+ * operand's buffer, or -1. A donated argument may be taken too, as
+ * input_output_alias intends. The device writes such fusions in place
+ * over its temporaries (device/values.c dev_result); it keeps arguments
+ * for the whole run. Unfused element-wise ops still get a buffer of their
+ * own. */
+static int32_t in_place_operand(const hs__ba *s, const hs_instruction *i,
+                                int k)
+{
+    if (i->shape.dtype == HS_TUPLE || i->opcode != HS_OP_FUSION)
+        return -1;
+    for (int o = 0; o < i->n_operands; o++) {
+        int q = i->operands[o] ? hs__ba_pos(s, i->operands[o]) : -1;
+        if (q < 0 || s->table_off[q + 1] - s->table_off[q] != 1)
+            continue;
+        int32_t b = s->tables[s->table_off[q]];
+        const hs__buf *x = &s->buf[b];
+        if ((x->read_only && !x->donated) || x->external || x->end > k ||
+            x->bytes != hs_shape_bytes(&i->shape) ||
+            x->space != hs__space_index(i->shape.memory_space) ||
+            !hs_reads_elementwise(i, o))
+            continue;
+        return b;
+    }
+    return -1;
+}
+
 /* Whether the body returns node j of its parameter unchanged: a loop
  * invariant, such as the stacked weights of a scan. A node the body
  * updates in place (a scan's stacked residuals, written one slice per
@@ -656,12 +684,17 @@ static hs_status table_for(hs__ba *s, int k, bool entry, hs_error *err)
             ok = fresh_all(s, i, k, NULL);
         break;
     }
-    default:
+    default: {
+        int32_t b;
         if (aliases_operand(i) && n0 == nn)
             ok = copy_ids(s, off0, nn);
-        else
+        else if ((b = in_place_operand(s, i, k)) >= 0) {
+            s->buf[b].written = true;
+            ok = push_id(s, b);
+        } else
             ok = fresh_all(s, i, k, NULL);
         break;
+    }
     }
     return ok ? HS_OK : nomem(err);
 }

@@ -524,11 +524,17 @@ bool hs__place_async_copies(hs_computation *c)
     /* A fetch from host memory (a scan's prefetch of the next step's
      * residuals) depends only on the step counter: its slice of the host
      * buffer is taken first, so that the copy overlaps the whole step. */
+    /* A store of a value that a reshape or bitcast of an earlier one
+     * makes (a scan's carry entering the step, under remat_offload) is
+     * issued as soon as that value exists: the view moves up with it. */
     for (int k = 0; k < c->n_instrs; k++) {
         hs_instruction *cs = c->instrs[k];
-        if (cs->opcode == HS_OP_COPY_START && cs->n_operands == 1 &&
-            cs->operands[0]->shape.dtype != HS_TUPLE &&
-            cs->operands[0]->shape.memory_space == HS_MEMSPACE_HOST)
+        if (cs->opcode != HS_OP_COPY_START || cs->n_operands != 1 ||
+            cs->operands[0]->shape.dtype == HS_TUPLE)
+            continue;
+        hs_opcode op = cs->operands[0]->opcode;
+        if (cs->operands[0]->shape.memory_space == HS_MEMSPACE_HOST ||
+            op == HS_OP_RESHAPE || op == HS_OP_BITCAST)
             hoist(c, cs->operands[0], 0, &moved);
     }
     for (int k = 0; k < c->n_instrs; k++) {
@@ -567,6 +573,19 @@ bool hs__place_async_copies(hs_computation *c)
             int r = position(c, c->root);
             if (nu2 == 1 && o2 == c->root && u < r - 1) {
                 move(c, u, r);
+                moved = true;
+                u = position(c, user);
+            }
+        }
+        /* A view of a fetched value (the reshape that drops a scan
+         * stack's step dimension) waits with it until it is used. */
+        if (n_users == 1 && c->root != user &&
+            (user->opcode == HS_OP_RESHAPE || user->opcode == HS_OP_BITCAST)) {
+            int nu2 = 0;
+            const hs_instruction *o2 = NULL;
+            int u2 = first_user(c, user, &nu2, &o2);
+            if (u2 > u + 1) {
+                move(c, u, u2);
                 moved = true;
                 u = position(c, user);
             }

@@ -13,6 +13,9 @@
  *                        (annotate_device_placement "pinned_host"; the
  *                        host-offload pass makes them MoveToHost and S(5))
  *               remat    only the carries entering each step
+ *               remat_offload  the same carries, in host memory
+ *                        (fetched back one step ahead in the backward
+ *                        pass, like offload's residuals)
  *             The original loop's users are moved onto forward', so the
  *             forward pass runs once.
  *   reverse   while(j < N): i = N-1-j; the forward body is inlined for
@@ -97,6 +100,15 @@ static hs_status fail(loopinfo *L, hs_error *err, hs_status s,
     hs_error_set(err, s, "scan VJP (%s): %s",
                  L->loop && L->loop->name ? L->loop->name : "while", msg);
     return s;
+}
+
+/* remat and remat_offload: the forward loop stacks only the carries
+ * entering each step (on the device, or in host memory), and the backward
+ * step recomputes the body from them. */
+static bool remat_policy(const loopinfo *L)
+{
+    return L->opts->policy == HS_SCAN_REMAT ||
+           L->opts->policy == HS_SCAN_REMAT_OFFLOAD;
 }
 
 static bool is_gte_of(const hs_instruction *i, const hs_instruction *p, int k)
@@ -353,10 +365,14 @@ static bool reverse_step(loopinfo *L, hs_builder *rb, hs_instruction **slot,
         switch (L->kind[k]) {
         case E_CARRY:
             arg[k] = NULL;
+            /* remat: the saved carry, prefetched to the device a step
+             * ahead when it is in host memory. */
             for (int s = 0; s < L->n_stacks; s++)
-                if (L->opts->policy == HS_SCAN_REMAT && L->stack_src[s] == k)
-                    arg[k] = read_slice(rb, slot[L->slot_stack0 + s], i, e,
-                                        false);
+                if (remat_policy(L) && L->stack_src[s] == k)
+                    arg[k] = L->stack_pre[s] >= 0
+                                 ? slot[L->stack_pre[s]]
+                                 : read_slice(rb, slot[L->slot_stack0 + s],
+                                              i, e, L->res_host[s]);
             if (!arg[k])
                 arg[k] = zeros(rb, e); /* never read: residuals replace it */
             break;
@@ -511,8 +527,7 @@ static bool layout(loopinfo *L)
     L->slot_pre0 = s;
     for (int t = 0; t < L->n_stacks; t++) {
         L->stack_pre[t] = -1;
-        if (L->opts->policy != HS_SCAN_REMAT && L->res_host[t] &&
-            !L->opts->no_prefetch)
+        if (L->res_host[t] && !L->opts->no_prefetch)
             L->stack_pre[t] = s++;
     }
     L->n_slots = s;
@@ -699,9 +714,11 @@ static hs_status find_residuals(loopinfo *L, hs_error *err)
         !L->stack_shape || !L->keep || !L->all_pos || !L->all_remat ||
         !L->all_host)
         return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
-    if (L->opts->policy == HS_SCAN_REMAT) {
+    if (remat_policy(L)) {
         for (int k = 1; k < L->n; k++)
             if (L->kind[k] == E_CARRY) {
+                L->res_host[L->n_stacks] =
+                    L->opts->policy == HS_SCAN_REMAT_OFFLOAD;
                 L->stack_src[L->n_stacks] = k;
                 L->stack_shape[L->n_stacks++] = hs_shape_make(
                     HS_F32, L->loop->shape.elems[k].rank,
@@ -786,7 +803,7 @@ static void report(loopinfo *L)
     if (!r)
         return;
     r->n_loops++;
-    if (L->opts->policy != HS_SCAN_REMAT) {
+    if (!remat_policy(L)) {
         for (int a = 0; a < L->n_all; a++) {
             const hs_instruction *y = L->body->instrs[L->all_pos[a]];
             int64_t bytes = hs_shape_bytes(&y->shape);
@@ -812,7 +829,7 @@ static void report(loopinfo *L)
         return;
     }
     for (int s = 0; s < L->n_stacks; s++) {
-        bool host = L->opts->policy != HS_SCAN_REMAT && L->res_host[s];
+        bool host = L->res_host[s];
         int64_t bytes = hs_shape_bytes(&L->stack_shape[s]);
         if (host)
             r->host_bytes += bytes * L->N;
@@ -822,8 +839,7 @@ static void report(loopinfo *L)
             continue;
         hs_scan_residual_info *ri = &r->residuals[r->n_residuals++];
         const hs_instruction *y =
-            L->opts->policy == HS_SCAN_REMAT ? NULL
-                                             : L->body->instrs[L->stack_src[s]];
+            remat_policy(L) ? NULL : L->body->instrs[L->stack_src[s]];
         snprintf(ri->name, sizeof ri->name, "%s",
                  y ? (y->op_name ? y->op_name : y->name) : "carry");
         snprintf(ri->opcode, sizeof ri->opcode, "%s",
@@ -844,8 +860,7 @@ static void report(loopinfo *L)
  * starts with them. */
 static bool write_behind(const loopinfo *L, int s)
 {
-    return L->opts->policy != HS_SCAN_REMAT && L->res_host[s] &&
-           !L->opts->no_prefetch;
+    return !remat_policy(L) && L->res_host[s] && !L->opts->no_prefetch;
 }
 
 static hs_instruction *forward_loop(loopinfo *L, hs_error *err)
@@ -853,7 +868,7 @@ static hs_instruction *forward_loop(loopinfo *L, hs_error *err)
     hs_builder *b = L->b;
     hs_module *m = L->m;
     int n = L->n, ns = L->n_stacks;
-    bool remat = L->opts->policy == HS_SCAN_REMAT;
+    bool remat = remat_policy(L);
     /* pend[s]: the element carrying stack s's pending step, or -1 */
     int *pend = calloc((size_t)ns + 1, sizeof *pend);
     int np = 0;
@@ -911,8 +926,7 @@ static hs_instruction *forward_loop(loopinfo *L, hs_error *err)
             out[n + s] = write_slice(fb, g[n + s], g[pend[s]], prev, true);
             out[pend[s]] = v;
         } else {
-            out[n + s] = write_slice(fb, g[n + s], v, g[0],
-                                     !remat && L->res_host[s]);
+            out[n + s] = write_slice(fb, g[n + s], v, g[0], L->res_host[s]);
         }
     }
     hs_error e;
@@ -1034,7 +1048,7 @@ static hs_status reverse_loop(loopinfo *L, hs_instruction *fw, hs_error *err)
     for (int s = 0; s < S; s++)
         el[s] = slot_shape(L, s);
     hs_shape sh = hs_shape_tuple(m->arena, S, el);
-    bool remat = L->opts->policy == HS_SCAN_REMAT;
+    bool remat = remat_policy(L);
     /* body */
     char name[256];
     snprintf(name, sizeof name, "%s_reverse_body", L->body->name);

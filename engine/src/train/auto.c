@@ -19,8 +19,11 @@
  *      smallest residual that closes it (fewest bytes on the host link:
  *      each offloaded step's copy overlaps the next layer's compute, the
  *      less the better), recompiling until the peak fits.
- *   4. otherwise rematerialise the whole body (policy remat); if even that
- *      does not fit, keep the placement with the lowest peak and say so.
+ *   4. otherwise rematerialise the whole body (policy remat);
+ *   5. if even that does not fit, also move the layer inputs remat keeps
+ *      to host memory (policy remat_offload: one small copy per layer each
+ *      way, overlapping the layer's compute); if nothing fits, keep the
+ *      placement with the lowest peak and say so.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,7 +146,8 @@ static void choose(hs_train_step *ts, const hs_device_spec *spec,
     a->device = spec->name;
     a->hbm_bytes = capacity;
     a->fits = c->peak <= a->hbm_bytes;
-    a->full_remat = ts->scan.policy == HS_SCAN_REMAT;
+    a->full_remat = ts->scan.policy == HS_SCAN_REMAT ||
+                    ts->scan.policy == HS_SCAN_REMAT_OFFLOAD;
     a->n_residuals = save->report.n_residuals;
     a->save_peak = save->peak;
     a->peak = c->peak;
@@ -189,7 +193,17 @@ static void choose(hs_train_step *ts, const hs_device_spec *spec,
             a->n_residuals, peak, cap, on);
         return;
     }
-    if (a->full_remat) {
+    if (a->full_remat && ts->scan.policy == HS_SCAN_REMAT_OFFLOAD) {
+        ADD("auto: rematerialised the whole layer body and kept each "
+            "layer's input in host memory (policy remat_offload): save needs "
+            "%s > %s HBM %s, and neither saving fewer residuals nor remat "
+            "with the inputs on the device fits; remat_offload needs %s "
+            "(host peak %s, %.3f of %.3f ms transfer exposed), estimated "
+            "step %.3f ms vs %.3f ms for save",
+            sp, cap, on, peak, hp, a->exposed_seconds * 1e3,
+            a->transfer_seconds * 1e3, a->seconds * 1e3,
+            a->save_seconds * 1e3);
+    } else if (a->full_remat) {
         ADD("auto: rematerialised the whole layer body (policy remat): save "
             "needs %s > %s HBM %s and saving fewer residuals (recomputing "
             "the cheap ones, offloading the rest) does not fit; remat needs "
@@ -339,6 +353,21 @@ hs_status hs__train_auto(hs_train_step *ts, hs_error *err)
     if ((st = evaluate(ts, spec, &best, err)) != HS_OK)
         goto out;
     tried++;
+    /* 5. And the layer inputs it keeps moved to host memory. */
+    if (best.peak > cap) {
+        cand ro = {0};
+        ts->scan.policy = HS_SCAN_REMAT_OFFLOAD;
+        if ((st = evaluate(ts, spec, &ro, err)) != HS_OK)
+            goto out;
+        tried++;
+        if (ro.peak < best.peak) {
+            cand_free(&best);
+            best = ro;
+        } else {
+            cand_free(&ro);
+            ts->scan.policy = HS_SCAN_REMAT;
+        }
+    }
     if (best.peak <= cap || !cur.module || best.peak <= cur.peak) {
         for (int k = 0; k < n; k++)
             pl[k] = HS_SCAN_REMAT;

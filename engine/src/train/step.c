@@ -266,10 +266,12 @@ hs_train_step *hs_train_step_build(const hs_model *m,
             hs_error_set(err, HS_ERR_NOMEM, "train: out of host memory");
             return NULL;
         }
-        ts->scan.policy = m->residuals == HS_RESIDUALS_REMAT ? HS_SCAN_REMAT
-                          : m->residuals == HS_RESIDUALS_OFFLOAD
-                              ? HS_SCAN_OFFLOAD
-                              : HS_SCAN_SAVE;
+        ts->scan.policy =
+            m->residuals == HS_RESIDUALS_REMAT     ? HS_SCAN_REMAT
+            : m->residuals == HS_RESIDUALS_OFFLOAD ? HS_SCAN_OFFLOAD
+            : m->residuals == HS_RESIDUALS_REMAT_OFFLOAD
+                ? HS_SCAN_REMAT_OFFLOAD
+                : HS_SCAN_SAVE;
         ts->scan.offload = m->offload_names;
         ts->scan.n_offload = m->n_offload_names;
         ts->scan.report = ts->scan_report;
