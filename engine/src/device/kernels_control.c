@@ -17,8 +17,14 @@ hs_status dev_k_tuple(dev_ctx *x, const dev_step *s, dev_val **f,
     dev_val *t = dev_tuple_new(x, &s->in->shape, s->n_ops);
     if (!t)
         return x->err->status;
-    for (int k = 0; k < s->n_ops; k++)
+    const bool *drop = s->data; /* plan.c mark_moving_gtes */
+    for (int k = 0; k < s->n_ops; k++) {
         t->elems[k] = dev_take(s, f, k);
+        if (drop && drop[k]) {
+            dev_release(x, t->elems[k]);
+            t->elems[k] = NULL;
+        }
+    }
     *out = t;
     return HS_OK;
 }

@@ -393,7 +393,9 @@ static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
  * every user of the tuple is a get-tuple-element and no other one reads
  * that index: the element then lives to its own last use, as buffer
  * assignment counts it, not as long as the tuple (a while body's
- * parameter, whose last get-tuple-element may come late). */
+ * parameter, whose last get-tuple-element may come late). A tuple built
+ * here whose users are all get-tuple-elements does not keep the elements
+ * none of them reads (data: a bool per operand, true = dropped). */
 static hs_status mark_moving_gtes(dev_ctx *x, const hs_computation *c,
                                   const index_map *map, int root,
                                   dev_plan *p)
@@ -423,6 +425,14 @@ static hs_status mark_moving_gtes(dev_ctx *x, const hs_computation *c,
     }
     for (int j = 0; j < p->n_steps; j++) {
         dev_step *s = &p->steps[j];
+        if (s->in->opcode == HS_OP_TUPLE && !other[s->slot] && seen[s->slot]) {
+            bool *drop = zalloc(x, (size_t)(s->n_ops + 1) * sizeof *drop);
+            if (!drop)
+                return HS_ERR_NOMEM;
+            for (int k = 0; k < s->n_ops; k++)
+                drop[k] = seen[s->slot][k] == 0;
+            s->data = drop;
+        }
         if (s->in->opcode != HS_OP_GET_TUPLE_ELEMENT || !seen[s->ops[0]])
             continue;
         s->aux = !other[s->ops[0]] && seen[s->ops[0]][s->in->index] == 1;
