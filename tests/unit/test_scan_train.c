@@ -592,6 +592,82 @@ static void per_residual_placement_is_bit_identical(void **state)
     outcome_free(&ref);
 }
 
+/* remat_offload: remat's stacks (the carry entering each of the 4 layers,
+ * f32[1,32,32] = 4 KiB) live in host memory; each is stored while its
+ * layer computes and fetched back one layer ahead in the backward pass,
+ * and training is bit for bit save's. */
+static void remat_offload_keeps_layer_inputs_on_host(void **state)
+{
+    (void)state;
+    outcome s = {0}, r = {0}, o = {0};
+    train("scan", "\"save\"", &s);
+    train("scan", "\"remat\"", &r);
+    train("scan", "\"remat_offload\"", &o);
+    same_tensors(&s, &o);
+    assert_memory_equal(s.losses, o.losses, sizeof s.losses);
+    assert_int_equal(r.report.device_bytes, 4 * 4096);
+    assert_int_equal(r.report.host_bytes, 0);
+    assert_int_equal(o.report.device_bytes, 0);
+    assert_int_equal(o.report.host_bytes, 4 * 4096);
+    assert_int_equal(o.report.n_residuals, 1);
+    assert_true(o.report.residuals[0].host);
+    assert_string_equal(o.report.residuals[0].name, "carry");
+    /* The stack is in host memory, at compile time and at run time. */
+    assert_int_equal(r.compiled_host_peak, 0);
+    assert_true(o.compiled_host_peak >= 4 * 4096);
+    assert_true(o.compiled_device_peak < r.compiled_device_peak);
+    assert_true(o.last.peak_device_bytes <= o.compiled_device_peak);
+    assert_true(o.last.peak_host_bytes > 0);
+    /* Four stores of 4 KiB and five fetches: layer 3's before the reverse
+     * loop, then each step fetches the next one's (the last step fetches
+     * layer 0's again, clamped, and drops it): asynchronous, and hidden
+     * behind the layers' compute on tpu-v5e. */
+    assert_int_equal(count(o.hlo, "copy-start("), count(o.hlo, "copy-done("));
+    assert_true(count(o.hlo, "copy-start(") >= 2);
+    print_message("remat_offload: %.0f bytes moved, %.3g of %.3g s exposed\n",
+                  o.last.host_transfer_bytes, o.last.exposed_transfer_seconds,
+                  o.last.host_transfer_seconds);
+    assert_true(o.last.host_transfer_bytes == 9 * 4096);
+    assert_true(o.last.exposed_transfer_seconds <
+                0.5 * o.last.host_transfer_seconds);
+    outcome_free(&s);
+    outcome_free(&r);
+    outcome_free(&o);
+}
+
+/* When even remat does not fit the budget, auto keeps the layer inputs in
+ * host memory too (policy remat_offload), and says so. */
+static void auto_falls_back_to_remat_offload(void **state)
+{
+    (void)state;
+    outcome r = {0}, o = {0};
+    train("scan", "\"remat\"", &r);
+    train("scan", "\"remat_offload\"", &o);
+    assert_true(o.compiled_device_peak < r.compiled_device_peak);
+    char json[1024];
+    snprintf(json, sizeof json, decoder, "scan", "\"auto\"");
+    hs_error err;
+    hs_model *m = hs_model_load(json, strlen(json), NULL, &err);
+    assert_non_null(m);
+    hs_train_options to = {.auto_hbm_bytes = o.compiled_device_peak};
+    hs_train_step *ts = hs_train_step_build(m, &to, &err);
+    if (!ts)
+        fail_msg("build: %s", err.message);
+    const hs_train_auto *a = ts->auto_choice;
+    assert_non_null(a);
+    print_message("%s\n", a->text);
+    assert_true(a->full_remat);
+    assert_true(a->fits);
+    assert_int_equal(a->peak, o.compiled_device_peak);
+    assert_int_equal(ts->scan.policy, HS_SCAN_REMAT_OFFLOAD);
+    assert_non_null(strstr(a->text, "policy remat_offload"));
+    assert_int_equal(ts->scan_report->host_bytes, 4 * 4096);
+    hs_train_step_free(ts);
+    hs_model_free(m);
+    outcome_free(&r);
+    outcome_free(&o);
+}
+
 static void residuals_errors_name_the_path(void **state)
 {
     (void)state;
@@ -608,7 +684,16 @@ static void residuals_errors_name_the_path(void **state)
         assert_null(hs_model_load(bad[k], strlen(bad[k]), NULL, &err));
         assert_int_equal(err.status, HS_ERR_INVALID);
         assert_non_null(strstr(err.path, "/residuals"));
+        if (k == 0) /* the message lists what is known */
+            assert_non_null(strstr(err.message, "remat_offload"));
     }
+    const char *ro = "{\"input\": {\"shape\": [2, 4]}, \"residuals\": "
+                     "\"remat_offload\", \"layers\": [{\"type\": \"relu\"}]}";
+    hs_error e2;
+    hs_model *m2 = hs_model_load(ro, strlen(ro), NULL, &e2);
+    assert_non_null(m2);
+    assert_int_equal(m2->residuals, HS_RESIDUALS_REMAT_OFFLOAD);
+    hs_model_free(m2);
     const char *ok = "{\"input\": {\"shape\": [2, 4]}, \"residuals\": "
                      "{\"offload\": [\"attn\", \"mlp/up_proj\"]},"
                      " \"layers\": [{\"type\": \"relu\"}]}";
@@ -631,6 +716,8 @@ int main(void)
         cmocka_unit_test(auto_fits_where_save_ooms),
         cmocka_unit_test(auto_keeps_save_when_it_fits),
         cmocka_unit_test(per_residual_placement_is_bit_identical),
+        cmocka_unit_test(remat_offload_keeps_layer_inputs_on_host),
+        cmocka_unit_test(auto_falls_back_to_remat_offload),
         cmocka_unit_test(residuals_errors_name_the_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
