@@ -403,6 +403,13 @@ def hlo_body_and_overrides(s):
     check(status == 422 and error_of(data)["path"] == "?frob", "unknown query parameter", data)
     status, _, data = s.post("/v1/compile?residuals=offload&loop=scan", example("seed_64_linear"))
     check(status == 200 and json.loads(data)["residuals"] == "offload", "residuals override", data)
+    status, _, data = s.post("/v1/compile?residuals=remat_offload&loop=scan", example("seed_64_linear"))
+    check(status == 200 and json.loads(data)["residuals"] == "remat_offload",
+          "residuals override: remat_offload", data)
+    status, _, data = s.post("/v1/compile?residuals=keep", example("seed_64_linear"))
+    e = error_of(data)
+    check(status == 422 and e["path"] == "?residuals" and "remat_offload" in e["message"],
+          "unknown residuals policy lists the known ones", data)
 
 
 # ---- errors ----------------------------------------------------------------------
