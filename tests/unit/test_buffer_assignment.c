@@ -347,6 +347,133 @@ static void donated_arguments_end_at_last_use(void **state)
     hs_module_free(m);
 }
 
+/* ---- loop fusions in place ------------------------------------------------- */
+
+/* A kLoop fusion reading its operand element-wise (square, then exp). */
+#define SQUARE_EXP                                                         \
+    "sq {\n"                                                               \
+    "  fp = f32[1024]{0} parameter(0)\n"                                   \
+    "  fm = f32[1024]{0} multiply(fp, fp)\n"                               \
+    "  ROOT fe = f32[1024]{0} exponential(fm)\n"                           \
+    "}\n"
+
+static void loop_fusion_takes_over_operand_that_dies_there(void **state)
+{
+    (void)state;
+    /* a [1,2] dies at f, which writes over it: at f only p + a, 2 * 4096,
+     * not p + a + f. */
+    hs_module *m = parse("HloModule inplace\n" SQUARE_EXP
+                         "ENTRY main {\n"
+                         "  p = f32[1024]{0} parameter(0)\n"
+                         "  a = f32[1024]{0} negate(p)\n"
+                         "  ROOT f = f32[1024]{0} fusion(a), kind=kLoop, "
+                         "calls=sq\n"
+                         "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 2 * 4096);
+    int n;
+    hs_buffers_list(ba, &n);
+    assert_int_equal(n, 2); /* p and a; f is a's buffer */
+    assert_null(find(ba, "f"));
+    const hs_logical_buffer *a = find(ba, "a");
+    assert_int_equal(a->start, 1);
+    assert_int_equal(a->end, 2);
+    assert_int_equal(a->kind, HS_BUFFER_OUTPUT);
+    assert_false(find(ba, "p")->aliases_argument);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void loop_fusion_keeps_operand_used_later(void **state)
+{
+    (void)state;
+    /* a is read again by s: f needs its own buffer, and so does the
+     * unfused add s although f dies there. At s: p + a + f + s. */
+    hs_module *m = parse("HloModule later\n" SQUARE_EXP
+                         "ENTRY main {\n"
+                         "  p = f32[1024]{0} parameter(0)\n"
+                         "  a = f32[1024]{0} negate(p)\n"
+                         "  f = f32[1024]{0} fusion(a), kind=kLoop, calls=sq\n"
+                         "  ROOT s = f32[1024]{0} add(f, a)\n"
+                         "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    hs_buffer_peak pk = hs_buffers_peak(ba, HS_MEMSPACE_DEVICE);
+    assert_int_equal(pk.bytes, 4 * 4096);
+    assert_string_equal(pk.instruction->name, "s");
+    int n;
+    hs_buffers_list(ba, &n);
+    assert_int_equal(n, 4);
+    assert_int_equal(find(ba, "a")->end, 3);
+    assert_int_equal(find(ba, "f")->start, 2);
+    assert_int_equal(find(ba, "f")->end, 3);
+    assert_int_equal(find(ba, "s")->kind, HS_BUFFER_OUTPUT);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+/* f = exp(g * w) + w, with the fusion's operands (g, w): w is read
+ * element-wise, and so is g, which is never donated. */
+static const char *step_body =
+    "upd {\n"
+    "  fg = f32[1024]{0} parameter(0)\n"
+    "  fw = f32[1024]{0} parameter(1)\n"
+    "  fm = f32[1024]{0} multiply(fg, fw)\n"
+    "  fe = f32[1024]{0} exponential(fm)\n"
+    "  ROOT fa = f32[1024]{0} add(fe, fw)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  w = f32[1024]{0} parameter(0)\n"
+    "  g = f32[1024]{0} parameter(1)\n"
+    "  ROOT f = f32[1024]{0} fusion(g, w), kind=kLoop, calls=upd\n"
+    "}\n";
+
+static void loop_fusion_writes_over_donated_argument(void **state)
+{
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof text,
+             "HloModule step, input_output_alias={ {}: (0, {}, may-alias) }\n"
+             "%s", step_body);
+    hs_module *m = parse(text);
+    hs_buffer_assignment *ba = assign(m);
+    /* The output is w's buffer: w and g only, the donated w counted
+     * once. */
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 2 * 4096);
+    assert_null(find(ba, "f"));
+    const hs_logical_buffer *w = find(ba, "w"), *g = find(ba, "g");
+    assert_true(w->donated);
+    assert_true(w->aliases_argument);
+    assert_int_equal(w->end, 2);
+    /* g comes first among the operands but is not donated: not taken. */
+    assert_false(g->donated);
+    assert_false(g->aliases_argument);
+    assert_int_equal(g->kind, HS_BUFFER_ARGUMENT);
+    const hs_memory_stats *ms = hs_buffers_memory_stats(ba);
+    assert_int_equal(ms->device.argument_bytes, 2 * 4096);
+    assert_int_equal(ms->device.alias_bytes, 4096);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
+static void loop_fusion_never_takes_argument_not_donated(void **state)
+{
+    (void)state;
+    char text[1024];
+    snprintf(text, sizeof text, "HloModule step\n%s", step_body);
+    hs_module *m = parse(text);
+    hs_buffer_assignment *ba = assign(m);
+    /* Both arguments die at f, but they are the caller's: w + g + f. */
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 3 * 4096);
+    const hs_logical_buffer *f = find(ba, "f");
+    assert_non_null(f);
+    assert_int_equal(f->kind, HS_BUFFER_OUTPUT);
+    assert_false(f->aliases_argument);
+    assert_false(find(ba, "w")->aliases_argument);
+    assert_int_equal(hs_buffers_memory_stats(ba)->device.alias_bytes, 0);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
 static void call_adds_callee_peak_at_call_site(void **state)
 {
     (void)state;
@@ -688,6 +815,10 @@ int main(void)
         cmocka_unit_test(dynamic_update_slice_updates_in_place),
         cmocka_unit_test(memory_stats_split_arguments_outputs_temporaries),
         cmocka_unit_test(donated_arguments_end_at_last_use),
+        cmocka_unit_test(loop_fusion_takes_over_operand_that_dies_there),
+        cmocka_unit_test(loop_fusion_keeps_operand_used_later),
+        cmocka_unit_test(loop_fusion_writes_over_donated_argument),
+        cmocka_unit_test(loop_fusion_never_takes_argument_not_donated),
         cmocka_unit_test(call_adds_callee_peak_at_call_site),
         cmocka_unit_test(malformed_module_is_an_error),
         cmocka_unit_test(oom_report_names_largest_buffers),

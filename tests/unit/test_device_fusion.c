@@ -489,6 +489,289 @@ static void view_keeps_its_buffer_alive(void **state)
     hs_tensor_free(p);
 }
 
+/* ---- loop fusions in place ------------------------------------------------------- */
+
+/* Compiles m without changing it (no fusion, no reordering) and runs the
+ * result: the device's peak against buffer assignment's. */
+typedef struct compiled_run {
+    hs_executable *exe;
+    run_result r;
+    int64_t assigned; /* compiled device peak */
+} compiled_run;
+
+static compiled_run compile_and_run(const hs_module *m, hs_tensor **args,
+                                    int n_args)
+{
+    compiled_run c;
+    c.exe = compile_with(m, "verify");
+    c.r = run_ok(hs_executable_module(c.exe), "tpu-v5e", args, n_args);
+    c.assigned =
+        hs_buffers_peak(hs_executable_buffers(c.exe), HS_MEMSPACE_DEVICE)
+            .bytes;
+    return c;
+}
+
+static void free_compiled_run(compiled_run *c)
+{
+    free_run(&c->r);
+    hs_executable_release(c->exe);
+}
+
+/* exp(x * x), over two 512-element blocks of the fused program. */
+#define SQUARE_EXP                                                         \
+    "sq {\n"                                                               \
+    "  fp = f32[1024] parameter(0)\n"                                      \
+    "  fm = f32[1024] multiply(fp, fp)\n"                                  \
+    "  ROOT fe = f32[1024] exponential(fm)\n"                              \
+    "}\n"
+
+static void loop_fusion_runs_in_place_over_dying_temporary(void **state)
+{
+    (void)state;
+    hs_module *m = parse("HloModule inplace\n" SQUARE_EXP
+                         "ENTRY main {\n"
+                         "  p = f32[1024] parameter(0)\n"
+                         "  a = f32[1024] negate(p)\n"
+                         "  ROOT f = f32[1024] fusion(a), kind=kLoop, "
+                         "calls=sq\n"
+                         "}\n");
+    hs_tensor *p = tensor_fill(F32(1, 1024), 21);
+    compiled_run c = compile_and_run(m, &p, 1);
+    const float *pd = p->data, *y = c.r.out[0]->data;
+    for (int k = 0; k < 1024; k++)
+        assert_true(y[k] == expf(-pd[k] * -pd[k]));
+    /* p and a; f is written over a. */
+    assert_int_equal(c.r.stats.peak_device_bytes, 2 * 4096);
+    assert_int_equal(c.assigned, 2 * 4096);
+    free_compiled_run(&c);
+    hs_module_free(m);
+
+    /* a read again after f: p + a + f + s at s, on both sides. */
+    m = parse("HloModule later\n" SQUARE_EXP
+              "ENTRY main {\n"
+              "  p = f32[1024] parameter(0)\n"
+              "  a = f32[1024] negate(p)\n"
+              "  f = f32[1024] fusion(a), kind=kLoop, calls=sq\n"
+              "  ROOT s = f32[1024] add(f, a)\n"
+              "}\n");
+    c = compile_and_run(m, &p, 1);
+    y = c.r.out[0]->data;
+    for (int k = 0; k < 1024; k++)
+        assert_true(y[k] == expf(-pd[k] * -pd[k]) + -pd[k]);
+    assert_int_equal(c.r.stats.peak_device_bytes, 4 * 4096);
+    assert_int_equal(c.assigned, 4 * 4096);
+    free_compiled_run(&c);
+    hs_module_free(m);
+    hs_tensor_free(p);
+}
+
+/* f = exp(g * w) + w, over the fusion's operands (g, w). */
+static const char *step_body =
+    "upd {\n"
+    "  fg = f32[1024] parameter(0)\n"
+    "  fw = f32[1024] parameter(1)\n"
+    "  fm = f32[1024] multiply(fg, fw)\n"
+    "  fe = f32[1024] exponential(fm)\n"
+    "  ROOT fa = f32[1024] add(fe, fw)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  w = f32[1024] parameter(0)\n"
+    "  g = f32[1024] parameter(1)\n"
+    "  ROOT f = f32[1024] fusion(g, w), kind=kLoop, calls=upd\n"
+    "}\n";
+
+static void donated_argument_leaves_device_at_last_use(void **state)
+{
+    (void)state;
+    hs_tensor *args[2] = {tensor_fill(F32(1, 1024), 22),
+                          tensor_fill(F32(1, 1024), 23)};
+    hs_tensor *w0 = hs_tensor_copy(args[0]);
+    const float *w = args[0]->data, *g = args[1]->data;
+    char text[1024];
+    for (int donate = 0; donate < 2; donate++) {
+        snprintf(text, sizeof text, "HloModule step%s\n%s",
+                 donate ? ", input_output_alias={ {}: (0, {}, may-alias) }"
+                        : "",
+                 step_body);
+        hs_module *m = parse(text);
+        compiled_run c = compile_and_run(m, args, 2);
+        const float *y = c.r.out[0]->data;
+        for (int k = 0; k < 1024; k++)
+            assert_true(y[k] == expf(g[k] * w[k]) + w[k]);
+        /* The caller's w is never written. */
+        assert_memory_equal(w, w0->data, 4096);
+        /* Donated, w leaves as f arrives: w + g, then g + f. Kept, w + g +
+         * f. */
+        int64_t want = donate ? 2 * 4096 : 3 * 4096;
+        assert_int_equal(c.r.stats.peak_device_bytes, want);
+        assert_int_equal(c.assigned, want);
+        free_compiled_run(&c);
+        hs_module_free(m);
+    }
+    hs_tensor_free(w0);
+    hs_tensor_free(args[0]);
+    hs_tensor_free(args[1]);
+}
+
+static void tuple_elements_move_out_and_unread_ones_drop(void **state)
+{
+    (void)state;
+    /* Every user of t is a get-tuple-element, each of its own index: ga
+     * moves a out of t, so that f may write over a while t lives on, and
+     * b, which nobody reads, leaves when t is made. Buffers: p [0,9],
+     * a = f [1,7], b [2,4], c [3,9], t's index table (24 B) [4,8], d
+     * [7,9], s [9]. At t: p + a + b + c + 24; at d: p + f + c + 24 + d;
+     * at s: p + c + d + s. */
+    hs_module *m = parse("HloModule tuple\n" SQUARE_EXP
+                         "ENTRY main {\n"
+                         "  p = f32[1024] parameter(0)\n"
+                         "  a = f32[1024] negate(p)\n"
+                         "  b = f32[1024] exponential(p)\n"
+                         "  c = f32[1024] abs(p)\n"
+                         "  t = (f32[1024], f32[1024], f32[1024]) "
+                         "tuple(a, b, c)\n"
+                         "  ga = f32[1024] get-tuple-element(t), index=0\n"
+                         "  f = f32[1024] fusion(ga), kind=kLoop, calls=sq\n"
+                         "  d = f32[1024] negate(f)\n"
+                         "  gc = f32[1024] get-tuple-element(t), index=2\n"
+                         "  ROOT s = f32[1024] add(d, gc)\n"
+                         "}\n");
+    hs_tensor *p = tensor_fill(F32(1, 1024), 24);
+    compiled_run c = compile_and_run(m, &p, 1);
+    const float *pd = p->data, *y = c.r.out[0]->data;
+    for (int k = 0; k < 1024; k++)
+        assert_true(y[k] == -expf(-pd[k] * -pd[k]) + fabsf(pd[k]));
+    assert_int_equal(c.assigned, 4 * 4096 + 24);
+    assert_int_equal(c.r.stats.peak_device_bytes, 4 * 4096 + 24);
+    free_compiled_run(&c);
+    hs_module_free(m);
+    hs_tensor_free(p);
+}
+
+/* h -> h * 0.5 + 0.5 three times; the body's fusion reads the carried h
+ * element-wise, but h is the loop's (a parameter of the body): buffer
+ * assignment gives h1 a buffer of its own, while the device may write
+ * over a carried temporary. */
+static const char *halving_loop =
+    "HloModule loop\n"
+    "half {\n"
+    "  fp = f32[256] parameter(0)\n"
+    "  c = f32[] constant(0.5)\n"
+    "  cb = f32[256] broadcast(c), dimensions={}\n"
+    "  fm = f32[256] multiply(fp, cb)\n"
+    "  ROOT fa = f32[256] add(fm, cb)\n"
+    "}\n"
+    "cond {\n"
+    "  cp = (s32[], f32[256]) parameter(0)\n"
+    "  ci = s32[] get-tuple-element(cp), index=0\n"
+    "  n = s32[] constant(3)\n"
+    "  ROOT lt = pred[] compare(ci, n), direction=LT\n"
+    "}\n"
+    "body {\n"
+    "  bp = (s32[], f32[256]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(bp), index=0\n"
+    "  h = f32[256] get-tuple-element(bp), index=1\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  h1 = f32[256] fusion(h), kind=kLoop, calls=half\n"
+    "  ROOT r = (s32[], f32[256]) tuple(i1, h1)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  x = f32[256] parameter(0)\n"
+    "  z = s32[] constant(0)\n"
+    "  init = (s32[], f32[256]) tuple(z, x)\n"
+    "  w = (s32[], f32[256]) while(init), condition=cond, body=body\n"
+    "  ROOT y = f32[256] get-tuple-element(w), index=1\n"
+    "}\n";
+
+static void loop_fusion_in_while_body_stays_within_compiled_peak(
+    void **state)
+{
+    (void)state;
+    hs_module *m = parse(halving_loop);
+    hs_tensor *x = tensor_fill(F32(1, 256), 26);
+    compiled_run c = compile_and_run(m, &x, 1);
+    const float *xd = x->data, *y = c.r.out[0]->data;
+    for (int k = 0; k < 256; k++) {
+        float h = xd[k];
+        for (int t = 0; t < 3; t++)
+            h = h * 0.5f + 0.5f;
+        assert_true(y[k] == h);
+    }
+    /* Compiled, at the while: x, z (4), init's index table taken by the
+     * loop (16), the loop's own w{0} (4) and w{1} (1024), plus the body's
+     * peak i1 + h1 = 1028 (the condition's is 5). */
+    assert_int_equal(c.assigned, 1024 + 4 + 16 + 4 + 1024 + 1028);
+    /* The device moves h out of the body's parameter and, from the second
+     * iteration on (h is then the last iteration's h1, not the pinned x),
+     * writes h1 over it: x and one carried array, never x + h + h1. */
+    assert_true(c.r.stats.peak_device_bytes >= 2 * 1024);
+    assert_true(c.r.stats.peak_device_bytes < 3 * 1024);
+    assert_true(c.r.stats.peak_device_bytes <= c.assigned);
+    free_compiled_run(&c);
+    hs_module_free(m);
+    hs_tensor_free(x);
+}
+
+/* An operand passed twice, read transposed through one parameter and
+ * element-wise through the other: writing over it would overwrite
+ * elements the transpose has yet to read (the blocks are 512 elements). */
+static void loop_fusion_not_in_place_over_operand_read_transposed(
+    void **state)
+{
+    (void)state;
+    hs_module *m = parse("HloModule twice\n"
+                         "tr {\n"
+                         "  x = f32[32,32] parameter(0)\n"
+                         "  y = f32[32,32] parameter(1)\n"
+                         "  t = f32[32,32] transpose(x), dimensions={1,0}\n"
+                         "  ROOT s = f32[32,32] subtract(y, t)\n"
+                         "}\n"
+                         "ENTRY main {\n"
+                         "  p = f32[32,32] parameter(0)\n"
+                         "  a = f32[32,32] negate(p)\n"
+                         "  ROOT f = f32[32,32] fusion(a, a), kind=kLoop, "
+                         "calls=tr\n"
+                         "}\n");
+    hs_tensor *p = tensor_fill(F32(2, 32, 32), 25);
+    compiled_run c = compile_and_run(m, &p, 1);
+    const float *pd = p->data, *y = c.r.out[0]->data;
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 32; j++)
+            assert_true(y[i * 32 + j] == -pd[i * 32 + j] - -pd[j * 32 + i]);
+    /* p + a + f on both sides. */
+    assert_int_equal(c.r.stats.peak_device_bytes, 3 * 4096);
+    assert_int_equal(c.assigned, 3 * 4096);
+    free_compiled_run(&c);
+    hs_module_free(m);
+
+    /* The same through a reshape, which shares a's buffer. */
+    m = parse("HloModule alias\n"
+              "tr {\n"
+              "  x = f32[32,32] parameter(0)\n"
+              "  v = f32[1024] parameter(1)\n"
+              "  y = f32[32,32] reshape(v)\n"
+              "  t = f32[32,32] transpose(y), dimensions={1,0}\n"
+              "  ROOT s = f32[32,32] subtract(x, t)\n"
+              "}\n"
+              "ENTRY main {\n"
+              "  p = f32[32,32] parameter(0)\n"
+              "  a = f32[32,32] negate(p)\n"
+              "  r = f32[1024] reshape(a)\n"
+              "  ROOT f = f32[32,32] fusion(a, r), kind=kLoop, calls=tr\n"
+              "}\n");
+    c = compile_and_run(m, &p, 1);
+    y = c.r.out[0]->data;
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 32; j++)
+            assert_true(y[i * 32 + j] == -pd[i * 32 + j] - -pd[j * 32 + i]);
+    assert_int_equal(c.r.stats.peak_device_bytes, 3 * 4096);
+    assert_int_equal(c.assigned, 3 * 4096);
+    free_compiled_run(&c);
+    hs_module_free(m);
+    hs_tensor_free(p);
+}
+
 /* ---- copies, pad, variadic reduce ------------------------------------------------ */
 
 static void copy_start_and_copy_done_move_between_memory_spaces(void **state)
@@ -621,6 +904,13 @@ int main(void)
         cmocka_unit_test(
             dynamic_update_slice_copies_a_buffer_a_view_still_reads),
         cmocka_unit_test(view_keeps_its_buffer_alive),
+        cmocka_unit_test(loop_fusion_runs_in_place_over_dying_temporary),
+        cmocka_unit_test(donated_argument_leaves_device_at_last_use),
+        cmocka_unit_test(tuple_elements_move_out_and_unread_ones_drop),
+        cmocka_unit_test(
+            loop_fusion_in_while_body_stays_within_compiled_peak),
+        cmocka_unit_test(
+            loop_fusion_not_in_place_over_operand_read_transposed),
         cmocka_unit_test(copy_start_and_copy_done_move_between_memory_spaces),
         cmocka_unit_test(pad_with_edges_interior_and_cropping),
         cmocka_unit_test(variadic_reduce_computes_argmax),

@@ -357,8 +357,9 @@ hs_status hs_module_move_computation_before(hs_module *m,
 
 /* Whether element j of user's result reads only element j of operand
  * `operand` (same dimensions): an element-wise op, or a kLoop fusion whose
- * root reaches that parameter through element-wise ops only. Such a result
- * may take over the operand's buffer where the operand dies (ir/access.c). */
+ * root reaches that parameter through element-wise ops only. An operand
+ * passed at several indexes must be read so at each. Such a result may
+ * take over the operand's buffer where the operand dies (ir/access.c). */
 bool hs_reads_elementwise(const hs_instruction *user, int operand);
 
 /* ------------------------------------------------------------------------ */

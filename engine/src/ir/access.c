@@ -63,7 +63,8 @@ static bool fused_reads_elementwise(const hs_computation *c,
     return r != OTHER;
 }
 
-bool hs_reads_elementwise(const hs_instruction *user, int operand)
+/* Whether user reads operand index `operand` element-wise, by itself. */
+static bool reads_elementwise_at(const hs_instruction *user, int operand)
 {
     if (operand < 0 || operand >= user->n_operands ||
         !user->operands[operand] ||
@@ -78,4 +79,18 @@ bool hs_reads_elementwise(const hs_instruction *user, int operand)
     const hs_computation *c = user->called[0];
     return c->params[operand] &&
            fused_reads_elementwise(c, c->params[operand], &user->shape);
+}
+
+bool hs_reads_elementwise(const hs_instruction *user, int operand)
+{
+    if (!reads_elementwise_at(user, operand))
+        return false;
+    /* The same instruction passed again (fusion(a, a)) must be read
+     * element-wise there too: element j of the result reads it there
+     * as well. */
+    for (int o = 0; o < user->n_operands; o++)
+        if (o != operand && user->operands[o] == user->operands[operand] &&
+            !reads_elementwise_at(user, o))
+            return false;
+    return true;
 }

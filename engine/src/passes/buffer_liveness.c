@@ -396,6 +396,24 @@ static bool can_take(const hs__ba *s, int32_t b, const hs_shape *node, int k)
            x->space == hs__space_index(node->memory_space);
 }
 
+/* Whether buffer b of operand o of i reaches i through another operand
+ * too (a reshape or bitcast of it), which i may read in any order. */
+static bool read_otherwise(const hs__ba *s, const hs_instruction *i, int o,
+                           int32_t b)
+{
+    for (int o2 = 0; o2 < i->n_operands; o2++) {
+        /* The same value again: hs_reads_elementwise decides. */
+        const hs_instruction *x = i->operands[o2];
+        int q = x && x != i->operands[o] ? hs__ba_pos(s, x) : -1;
+        if (q < 0)
+            continue;
+        for (int j = s->table_off[q]; j < s->table_off[q + 1]; j++)
+            if (s->tables[j] == b)
+                return true;
+    }
+    return false;
+}
+
 /* A loop fusion writes its result over an operand that dies here and that
  * it reads element by element (XLA's CanShareOperandBufferWithUser): the
  * operand's buffer, or -1. A donated argument may be taken too, as
@@ -417,7 +435,7 @@ static int32_t in_place_operand(const hs__ba *s, const hs_instruction *i,
         if ((x->read_only && !x->donated) || x->external || x->end > k ||
             x->bytes != hs_shape_bytes(&i->shape) ||
             x->space != hs__space_index(i->shape.memory_space) ||
-            !hs_reads_elementwise(i, o))
+            !hs_reads_elementwise(i, o) || read_otherwise(s, i, o, b))
             continue;
         return b;
     }
