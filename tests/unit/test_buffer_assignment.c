@@ -455,6 +455,35 @@ static void loop_fusion_writes_over_donated_argument(void **state)
     hs_module_free(m);
 }
 
+/* w is donated to output {1}, not to the fusion at {0}: as XLA colocates
+ * a donated parameter with its own output only, the fusion gets a buffer
+ * of its own and w lives until its last use (the copy at {1}). */
+static void donated_argument_goes_to_its_own_output_only(void **state)
+{
+    (void)state;
+    hs_module *m = parse(
+        "HloModule step, input_output_alias={ {1}: (0, {}, may-alias) }\n"
+        "upd {\n"
+        "  fw = f32[1024]{0} parameter(0)\n"
+        "  ROOT fe = f32[1024]{0} exponential(fw)\n"
+        "}\n"
+        "ENTRY main {\n"
+        "  w = f32[1024]{0} parameter(0)\n"
+        "  c = f32[1024]{0} copy(w)\n"
+        "  f = f32[1024]{0} fusion(w), kind=kLoop, calls=upd\n"
+        "  ROOT t = (f32[1024]{0}, f32[1024]{0}) tuple(f, c)\n"
+        "}\n");
+    hs_buffer_assignment *ba = assign(m);
+    const hs_logical_buffer *f = find(ba, "f");
+    assert_non_null(f);
+    assert_int_equal(f->kind, HS_BUFFER_OUTPUT);
+    assert_false(f->aliases_argument);
+    /* w (donated, dies at f), c and f: three buffers at f. */
+    assert_int_equal(hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes, 3 * 4096);
+    hs_buffers_free(ba);
+    hs_module_free(m);
+}
+
 static void loop_fusion_never_takes_argument_not_donated(void **state)
 {
     (void)state;
@@ -819,6 +848,7 @@ int main(void)
         cmocka_unit_test(loop_fusion_keeps_operand_used_later),
         cmocka_unit_test(loop_fusion_writes_over_donated_argument),
         cmocka_unit_test(loop_fusion_never_takes_argument_not_donated),
+        cmocka_unit_test(donated_argument_goes_to_its_own_output_only),
         cmocka_unit_test(call_adds_callee_peak_at_call_site),
         cmocka_unit_test(malformed_module_is_an_error),
         cmocka_unit_test(oom_report_names_largest_buffers),

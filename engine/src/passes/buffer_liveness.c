@@ -414,13 +414,33 @@ static bool read_otherwise(const hs__ba *s, const hs_instruction *i, int o,
     return false;
 }
 
+/* Whether i is the output that input_output_alias donates the argument
+ * buffer x to (an element of the entry's root tuple, or the root). */
+static bool donated_to(const hs__ba *s, const hs_instruction *i,
+                       const hs__buf *x)
+{
+    const hs_instruction *root = s->cur->root;
+    for (int d = 0; root && d < s->n_donations; d++) {
+        const hs__donation *dn = &s->donations[d];
+        if (dn->param != x->param_number || dn->param_index_len != 0)
+            continue;
+        if (dn->output_len == 0 && root == i)
+            return true;
+        if (dn->output_len == 1 && root->opcode == HS_OP_TUPLE &&
+            dn->output[0] >= 0 && dn->output[0] < root->n_operands &&
+            root->operands[dn->output[0]] == i)
+            return true;
+    }
+    return false;
+}
+
 /* A loop fusion writes its result over an operand that dies here and that
  * it reads element by element (XLA's CanShareOperandBufferWithUser): the
- * operand's buffer, or -1. A donated argument may be taken too, as
- * input_output_alias intends. The device writes such fusions in place
- * over its temporaries (device/values.c dev_result); it keeps arguments
- * for the whole run. Unfused element-wise ops still get a buffer of their
- * own. */
+ * operand's buffer, or -1. A donated argument is taken only by the output
+ * input_output_alias gives it to, as XLA colocates the two. The device
+ * writes such fusions in place over its temporaries (device/values.c
+ * dev_result) and releases a donated argument before the result is
+ * allocated. Unfused element-wise ops still get a buffer of their own. */
 static int32_t in_place_operand(const hs__ba *s, const hs_instruction *i,
                                 int k)
 {
@@ -432,7 +452,8 @@ static int32_t in_place_operand(const hs__ba *s, const hs_instruction *i,
             continue;
         int32_t b = s->tables[s->table_off[q]];
         const hs__buf *x = &s->buf[b];
-        if ((x->read_only && !x->donated) || x->external || x->end > k ||
+        if ((x->read_only && !(x->donated && donated_to(s, i, x))) ||
+            x->external || x->end > k ||
             x->bytes != hs_shape_bytes(&i->shape) ||
             x->space != hs__space_index(i->shape.memory_space) ||
             !hs_reads_elementwise(i, o) || read_otherwise(s, i, o, b))
