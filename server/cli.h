@@ -21,6 +21,7 @@ typedef struct cli_args {
     const char *emit;     /* compile: "hlo" | "json" */
     const char *stage;    /* compile: "traced" | "optimized" */
     const char *loop;     /* NULL keeps the model's */
+    const char *residuals; /* NULL keeps the model's */
     const char *device;   /* NULL keeps the model's */
     const char *pipeline; /* NULL: the default pipeline */
     const char *dump;     /* run: directory for .npy files */

@@ -27,6 +27,8 @@ int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run)
             slot = &a->stage;
         else if (strcmp(arg, "--loop") == 0)
             slot = &a->loop;
+        else if (strcmp(arg, "--residuals") == 0)
+            slot = &a->residuals;
         else if (strcmp(arg, "--device") == 0)
             slot = &a->device;
         else if (strcmp(arg, "--pipeline") == 0)

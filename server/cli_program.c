@@ -104,6 +104,7 @@ int cli_program_load(const cli_args *a, bool shapes_only, cli_program *p,
             return -1;
     } else {
         hs_model_options o = {.loop = a->loop, .device = a->device,
+                              .residuals = a->residuals,
                               .batch = a->batch, .shapes_only = shapes_only};
         p->model = hs_model_load_file(a->file, &o, e);
         if (!p->model)

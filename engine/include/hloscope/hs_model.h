@@ -69,6 +69,9 @@ typedef struct hs_model_options {
                            more copies once, as a while loop over stacked
                            weights (docs/SCAN.md) */
     const char *device; /* device name; NULL keeps the JSON's */
+    const char *residuals; /* "save" | "remat" | "offload" | "remat_offload"
+                              | "auto"; NULL keeps the JSON's (an offload
+                              list is dropped when this replaces it) */
     int64_t batch;      /* > 0 replaces input.shape[0]; 0 keeps it */
     hs_model_limits limits;
     /* Trace and size only: no initial weights, input or target are drawn

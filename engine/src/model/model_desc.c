@@ -290,8 +290,20 @@ static const char *const k_residuals[] = {"save", "remat", "offload", "auto",
  * {"offload": ["attn/q_proj", ...]}: those residuals on the host, the rest
  * saved on the device. */
 static bool parse_residuals(desc_parser *p, const json_t *root,
-                            hs_model_desc *out)
+                            const hs_model_options *opts, hs_model_desc *out)
 {
+    if (opts && opts->residuals) {
+        int idx = 0;
+        while (k_residuals[idx] && strcmp(opts->residuals, k_residuals[idx]))
+            idx++;
+        if (!k_residuals[idx])
+            return js_fail(&p->w, HS_ERR_INVALID, "residuals",
+                           "unknown residual policy \"%s\" (option); "
+                           "expected save, remat, offload, remat_offload "
+                           "or auto", opts->residuals);
+        out->residuals = (hs_residuals)idx;
+        return true;
+    }
     const json_t *r = json_object_get(root, "residuals");
     if (!json_is_object(r)) {
         int v = 0;
@@ -494,7 +506,7 @@ bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
     if (!js_check_keys(&p.w, root, k_top_keys) ||
         !parse_names(&p, root, opts, out) ||
         !parse_loop(&p, root, opts, &out->loop) ||
-        !parse_residuals(&p, root, out) ||
+        !parse_residuals(&p, root, opts, out) ||
         !parse_input(&p, root, opts, &out->input_shape) ||
         !parse_train(&p, root, &out->train))
         return false;
