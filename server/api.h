@@ -110,10 +110,12 @@ int api_steps_params_parse(const srv_request *rq, api_steps_params *p, hs_error 
 /* The normalized settings, for the artefact cache key. */
 void api_steps_key(const api_steps_params *p, char *out, size_t size);
 /* hs_steps_run on the model of a stored run request (canonical text) with
- * its overrides; summary_text is the stored summary (must be a run's). */
+ * its overrides; summary_text is the stored summary (must be a run's). The
+ * steps stop at deadline_ns (0: none) or once *cancel is set (the server's
+ * shutdown flag; may be NULL) with HS_ERR_CANCELLED (503). */
 int api_steps_run(const char *request_text, const char *summary_text,
                   const api_steps_params *p, int64_t deadline_ns,
-                  hs_steps_result *r, hs_error *e);
+                  atomic_bool *cancel, hs_steps_result *r, hs_error *e);
 /* hs_steps_json plus the result id. */
 json_t *api_steps_json(const char *id, const hs_steps_result *r);
 /* The result again from that JSON text (enough to draw its chart). */

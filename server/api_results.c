@@ -320,7 +320,8 @@ static int steps_of(srv *s, const srv_request *rq, const char *id,
                      "the result is not finished; GET /v1/results/{id} computes it");
         return -1;
     }
-    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, r, e) != 0)
+    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &s->cancel, r,
+                      e) != 0)
         return -1;
     json_t *j = api_steps_json(id, r);
     char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -344,7 +345,8 @@ static int make_steps_json(srv *s, const srv_request *rq, const char *id,
                      "the result is not finished; GET /v1/results/{id} computes it");
         return -1;
     }
-    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &r, e) != 0)
+    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &s->cancel, &r,
+                      e) != 0)
         return -1;
     srv_reply_json(rp, 200, api_steps_json(id, &r));
     hs_steps_result_free(&r);

@@ -14,7 +14,10 @@
  * the emulated device (later steps reuse its simulated time). Host times are
  * measured, so two computations differ a little; the reply is cached in the
  * artefact LRU under the id and the normalized settings (api_steps_key), so
- * one URL answers the same figures until it is evicted. */
+ * one URL answers the same figures until it is evicted. The steps stop at
+ * the request's deadline and at shutdown (hs_steps_options.deadline_ns and
+ * .cancel: between steps, in step 1's compile and its device run), answered
+ * 503 deadline_exceeded like any other expiry. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -100,7 +103,7 @@ void api_steps_key(const api_steps_params *p, char *out, size_t size)
  * api_program.c's load_model does); the other overrides go in options. */
 int api_steps_run(const char *request_text, const char *summary_text,
                   const api_steps_params *p, int64_t deadline_ns,
-                  hs_steps_result *r, hs_error *e)
+                  atomic_bool *cancel, hs_steps_result *r, hs_error *e)
 {
     json_t *sum = summary_text ? json_loads(summary_text, 0, NULL) : NULL;
     int rc = -1;
@@ -157,7 +160,15 @@ int api_steps_run(const char *request_text, const char *summary_text,
     o.loop = json_string_value(json_object_get(q, "loop"));
     o.device = json_string_value(json_object_get(q, "device"));
     o.batch = json_integer_value(json_object_get(q, "batch"));
-    if (hs_steps_run(text, strlen(text), &o, r, e) != HS_OK)
+    o.deadline_ns = deadline_ns > 0 ? deadline_ns : 0;
+    o.cancel = cancel; /* set at shutdown */
+    hs_status st = hs_steps_run(text, strlen(text), &o, r, e);
+    if (st == HS_ERR_CANCELLED && cancel && atomic_load(cancel)) {
+        char how[sizeof e->message];
+        snprintf(how, sizeof how, "%s", e->message);
+        hs_error_set(e, HS_ERR_CANCELLED, "the server is shutting down (%s)", how);
+    }
+    if (st != HS_OK)
         goto out;
     rc = 0;
 out:

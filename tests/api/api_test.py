@@ -466,6 +466,33 @@ def deadline_exceeded_is_503(s):
 
 
 @test
+def steps_stop_at_their_deadline(s):
+    """A steps.json request is stopped by hs_steps_run at its deadline (the
+    driver checks it between steps and passes it to the compile and the
+    device run), not only refused before it starts: 503 deadline_exceeded
+    like any other expiry, the message counting the completed steps."""
+    model = example("tracing_bound")
+    u, _ = s.json("POST", "/v1/run?loop=unrolled", model)
+    # 100 steps of the unrolled model take ~0.4 s here (step 1's compile
+    # and device run most of it); the work before the steps a few ms.
+    url = "/v1/results/%s/steps.json?steps=100&frontend=lazy-tensor" % u["id"]
+    t0 = time.time()
+    status, headers, data = s.get(url + "&timeout_ms=100")
+    took = time.time() - t0
+    e = error_of(data)
+    check(status == 503 and e["code"] == "deadline_exceeded" and headers.get("retry-after"),
+          "steps past the deadline: 503", headers, data)
+    check(re.search(r"deadline exceeded after \d+ of 100 steps", e["message"]),
+          "the step driver stopped the steps", data)
+    check(took < 3, "answered soon after the deadline (%.1f s)" % took)
+    # The expiry is not cached: without the deadline the same steps answer.
+    status, headers, data = s.get(url)
+    check(status == 200 and headers.get("x-cache") == "miss"
+          and len(json.loads(data)["steps"]) == 100, "the same steps without the deadline",
+          headers, data[:300])
+
+
+@test
 def run_limits_are_422(s):
     status, _, data = s.post("/v1/run", long_model(1, repeat=200))
     e = error_of(data)

@@ -1,7 +1,8 @@
 /* test_steps.c - tracing-bound steps: the two-lane schedule and its queue
  * bound, goodput and MFU on synthetic timings, the frontend overhead
  * model, and the driver on real models (re-tracing every step through the
- * compile cache, device idle for a tracing-bound and a device-bound model). */
+ * compile cache, device idle for a tracing-bound and a device-bound model,
+ * stopping at a deadline or a cancel flag). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,10 +10,13 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "hloscope/hs_passes.h"
 #include "hloscope/hs_render.h"
 #include "hloscope/hs_steps.h"
 
@@ -353,6 +357,122 @@ static void driver_rejects_bad_options(void **state)
     assert_null(r.steps);
 }
 
+/* "<what> after K of N steps": K, or -1 when the message has another form. */
+static long long steps_done(const char *message, const char *what, long long n)
+{
+    char want[128];
+    long long k = -1, of = -1;
+    snprintf(want, sizeof want, "%s after %%lld of %%lld steps", what);
+    if (sscanf(message, want, &k, &of) != 2 || of != n)
+        return -1;
+    return k;
+}
+
+/* A deadline already past, or a cancel flag already set: nothing is run
+ * (no step completes), the result is empty, the message says 0 of N. */
+static void stopped_before_the_first_step(void **state)
+{
+    (void)state;
+    const char *json = model_json("scan");
+    hs_steps_options o;
+    hs_steps_options_init(&o);
+    o.steps = 5;
+    o.deadline_ns = hs_now_ns() - 1;
+    hs_steps_result r;
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_steps_run(json, strlen(json), &o, &r, &err), HS_ERR_CANCELLED);
+    assert_int_equal(steps_done(err.message, "deadline exceeded", 5), 0);
+    assert_null(r.steps);
+    assert_int_equal(r.n, 0);
+
+    atomic_bool cancel = true;
+    o.deadline_ns = 0;
+    o.cancel = &cancel;
+    hs_error_clear(&err);
+    assert_int_equal(hs_steps_run(json, strlen(json), &o, &r, &err), HS_ERR_CANCELLED);
+    assert_int_equal(steps_done(err.message, "steps cancelled", 5), 0);
+    assert_null(r.steps);
+
+    /* The flag clear and a deadline far off: every step runs. */
+    atomic_store(&cancel, false);
+    o.deadline_ns = hs_now_ns() + 600 * (int64_t)1000000000;
+    run(json, &o, &r);
+    assert_int_equal(r.n, 5);
+    for (int k = 0; k < 5; k++)
+        assert_int_equal(r.steps[k].step, k + 1);
+    assert_int_equal(r.uncached_compiles + r.cached_compiles, 5);
+    hs_steps_result_free(&r);
+}
+
+/* HS_STEPS_MAX_STEPS steps of a small batch take far longer (~0.1 ms of
+ * host work each, more under a sanitizer) than the deadline: the driver
+ * stops between steps, after step 1 and before the last, soon after the
+ * deadline. */
+static void deadline_stops_between_steps(void **state)
+{
+    (void)state;
+    const char *json = model_json("scan");
+    hs_steps_options o;
+    hs_steps_options_init(&o);
+    o.steps = HS_STEPS_MAX_STEPS;
+    o.batch = 8;
+    int64_t t0 = hs_now_ns();
+    o.deadline_ns = t0 + 500 * 1000000;
+    hs_steps_result r;
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_steps_run(json, strlen(json), &o, &r, &err), HS_ERR_CANCELLED);
+    double took = (double)(hs_now_ns() - t0) * 1e-9;
+    long long k = steps_done(err.message, "deadline exceeded", HS_STEPS_MAX_STEPS);
+    if (k < 1 || k >= HS_STEPS_MAX_STEPS || took > 5)
+        fail_msg("stopped after %.2f s: %s", took, err.message);
+    assert_true(hs_now_ns() >= o.deadline_ns);
+    assert_null(r.steps);
+}
+
+typedef struct canceller {
+    atomic_bool *flag;
+    int64_t after_ns;
+} canceller;
+
+static void *cancel_later(void *arg)
+{
+    const canceller *c = arg;
+    struct timespec ts = {(time_t)(c->after_ns / 1000000000), (long)(c->after_ns % 1000000000)};
+    nanosleep(&ts, NULL);
+    atomic_store(c->flag, true);
+    return NULL;
+}
+
+/* The cancel flag set from another thread while the steps run. */
+static void cancel_flag_stops_between_steps(void **state)
+{
+    (void)state;
+    const char *json = model_json("scan");
+    atomic_bool flag = false;
+    hs_steps_options o;
+    hs_steps_options_init(&o);
+    o.steps = HS_STEPS_MAX_STEPS;
+    o.batch = 8;
+    o.cancel = &flag;
+    canceller c = {&flag, 500 * 1000000};
+    pthread_t th;
+    int64_t t0 = hs_now_ns();
+    assert_int_equal(pthread_create(&th, NULL, cancel_later, &c), 0);
+    hs_steps_result r;
+    hs_error err;
+    hs_error_clear(&err);
+    hs_status st = hs_steps_run(json, strlen(json), &o, &r, &err);
+    double took = (double)(hs_now_ns() - t0) * 1e-9;
+    pthread_join(th, NULL);
+    assert_int_equal(st, HS_ERR_CANCELLED);
+    long long k = steps_done(err.message, "steps cancelled", HS_STEPS_MAX_STEPS);
+    if (k < 1 || k >= HS_STEPS_MAX_STEPS || took > 5)
+        fail_msg("stopped after %.2f s: %s", took, err.message);
+    assert_null(r.steps);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -366,6 +486,9 @@ int main(void)
         cmocka_unit_test(device_idles_only_when_tracing_bound),
         cmocka_unit_test(training_steps_json_and_chart),
         cmocka_unit_test(driver_rejects_bad_options),
+        cmocka_unit_test(stopped_before_the_first_step),
+        cmocka_unit_test(deadline_stops_between_steps),
+        cmocka_unit_test(cancel_flag_stops_between_steps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

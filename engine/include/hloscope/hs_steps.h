@@ -40,6 +40,7 @@
 #ifndef HLOSCOPE_HS_STEPS_H
 #define HLOSCOPE_HS_STEPS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -166,6 +167,19 @@ typedef struct hs_steps_options {
      * makes its own for the run, so step 1 misses). */
     hs_compile_cache *cache;
     hs_metrics *metrics;
+    /* Absolute CLOCK_MONOTONIC time in ns (hs_now_ns) after which the run
+     * stops with HS_ERR_CANCELLED, "deadline exceeded after K of N steps";
+     * 0 = no deadline. Checked before setup, before every step and between
+     * a step's trace and its compile, and passed down to the compile
+     * (hs_compile_options.timeout_ms, between passes) and the forward
+     * device run (hs_run_options.deadline_ns, inside the interpreter). The
+     * training step's device run (hs_train_run) has no deadline of its
+     * own: the deadline is checked before it and before the next step. */
+    int64_t deadline_ns;
+    /* Set to true from any thread to stop the run the same way
+     * (HS_ERR_CANCELLED, "steps cancelled after K of N steps"); passed to
+     * the compile and the forward device run too. May be NULL. */
+    atomic_bool *cancel;
 } hs_steps_options;
 
 void hs_steps_options_init(hs_steps_options *o);
@@ -209,7 +223,10 @@ typedef struct hs_steps_result {
  * when the graph is stable), and executes on the emulated device per
  * o->execute (the model's weights and input are loaded once, outside the
  * steps, as they would already be on the device). Then schedules and
- * summarizes. Fills *out (free with hs_steps_result_free). */
+ * summarizes. Fills *out (free with hs_steps_result_free). Past
+ * o->deadline_ns or once *o->cancel is set, returns HS_ERR_CANCELLED
+ * with the number of steps completed in err's message and *out empty
+ * (everything the run allocated is freed). */
 hs_status hs_steps_run(const char *json, size_t len, const hs_steps_options *o,
                        hs_steps_result *out, hs_error *err);
 void hs_steps_result_free(hs_steps_result *r);

@@ -1,7 +1,9 @@
 /* driver.c - hs_steps_run: every step re-traces the model as a lazy-tensor
  * frontend does, looks the graph up in the compile cache (a miss compiles
  * it), executes on the emulated device (or reuses step 1's simulated
- * duration), then hs_steps_reschedule lays the steps on two lanes. */
+ * duration), then hs_steps_reschedule lays the steps on two lanes. The
+ * caller's deadline and cancel flag are checked between steps and passed
+ * to the compile and the device run. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,25 @@ static double seconds_since(int64_t t0)
     return (double)(hs_now_ns() - t0) * 1e-9;
 }
 
+static bool cancelled(const hs_steps_options *o)
+{
+    return o->cancel && atomic_load(o->cancel);
+}
+
+static bool past_deadline(const hs_steps_options *o)
+{
+    return o->deadline_ns > 0 && hs_now_ns() >= o->deadline_ns;
+}
+
+/* HS_ERR_CANCELLED saying how far the run got (done steps completed);
+ * replaces the compile's or the interpreter's own message. */
+static hs_status stopped(const hs_steps_options *o, int64_t done, hs_error *err)
+{
+    return hs_error_set(err, HS_ERR_CANCELLED, "%s after %lld of %lld steps",
+                        cancelled(o) ? "steps cancelled" : "deadline exceeded",
+                        (long long)done, (long long)o->steps);
+}
+
 /* What stays loaded over the steps: the weights and input (on the device,
  * in a real run), the cache and the metrics. */
 typedef struct setup {
@@ -128,11 +149,13 @@ static hs_status setup_load(const char *json, size_t len, const hs_steps_options
 
 /* Runs the compiled step on the emulator: the forward pass on the model's
  * input and weights, or one training step from the initial weights. */
-static hs_status execute(const setup *su, bool train, const hs_executable *exe,
-                         hs_run_stats *st, hs_error *err)
+static hs_status execute(const setup *su, const hs_steps_options *o,
+                         const hs_executable *exe, hs_run_stats *st, hs_error *err)
 {
     memset(st, 0, sizeof *st);
-    if (train) {
+    if (o->train) {
+        /* hs_train_run takes no deadline or cancel flag: the driver checks
+         * them before the step and before the next one. */
         hs_train_run_options ro = {.steps = 1, .module = hs_executable_module(exe)};
         hs_train_result res = {0};
         hs_status s = hs_train_run(su->data_step, su->spec, &ro, &res, err);
@@ -143,8 +166,9 @@ static hs_status execute(const setup *su, bool train, const hs_executable *exe,
     }
     hs_tensor **outs = NULL;
     int n_outs = 0;
-    hs_status s = hs_device_run(hs_executable_module(exe), su->spec, su->args,
-                                su->n_args, &outs, &n_outs, st, err);
+    hs_run_options ro = {.deadline_ns = o->deadline_ns, .cancel = o->cancel};
+    hs_status s = hs_device_run_ex(hs_executable_module(exe), su->spec, su->args,
+                                   su->n_args, &outs, &n_outs, &ro, st, err);
     hs_tensors_free(outs, n_outs);
     return s;
 }
@@ -177,6 +201,13 @@ static hs_status trace_and_compile(const char *json, size_t len,
     hs_compile_options_init(&co);
     co.device = su->spec->name;
     co.pipeline = o->pipeline;
+    co.cancel = o->cancel;
+    if (cancelled(o) || past_deadline(o)) {
+        st = HS_ERR_CANCELLED; /* the caller says how far the run got */
+        goto out;
+    }
+    if (o->deadline_ns > 0) /* rounded up: the compile stops no earlier */
+        co.timeout_ms = (o->deadline_ns - hs_now_ns() + 999999) / 1000000;
     int64_t hits = hs_metrics_counter(su->metrics, HS_METRIC_CACHED_COMPILE);
     int64_t t1 = hs_now_ns();
     st = hs_compile(traced, &co, su->cache, su->metrics, exe, err);
@@ -215,6 +246,8 @@ hs_status hs_steps_run(const char *json, size_t len, const hs_steps_options *o,
                             "steps: queue depth %d and op overhead %g us "
                             "(need >= 0, overhead at most 1e6 us)",
                             o->queue_depth, o->op_overhead_us);
+    if (cancelled(o) || past_deadline(o))
+        return stopped(o, 0, err);
     setup su = {0};
     hs_status st = setup_load(json, len, o, &su, err);
     if (st != HS_OK)
@@ -240,11 +273,15 @@ hs_status hs_steps_run(const char *json, size_t len, const hs_steps_options *o,
     for (int64_t k = 0; k < o->steps; k++) {
         hs_step_record *rec = &out->steps[k];
         rec->step = k + 1;
+        if (cancelled(o) || past_deadline(o)) {
+            st = stopped(o, k, err);
+            goto fail;
+        }
         hs_executable *exe = NULL;
         st = trace_and_compile(json, len, o, &su, rec, &exe, err);
         if (st == HS_OK && (k == 0 || o->execute == HS_STEPS_EXECUTE_ALL)) {
             hs_run_stats rs;
-            st = execute(&su, o->train, exe, &rs, err);
+            st = execute(&su, o, exe, &rs, err);
             rec->device_seconds = rs.sim_seconds;
             rec->flops = rs.flops;
             rec->device_measured = true;
@@ -253,6 +290,8 @@ hs_status hs_steps_run(const char *json, size_t len, const hs_steps_options *o,
             rec->flops = out->steps[0].flops;
         }
         hs_executable_release(exe);
+        if (st == HS_ERR_CANCELLED)
+            st = stopped(o, k, err);
         if (st != HS_OK)
             goto fail;
     }
