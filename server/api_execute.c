@@ -109,6 +109,8 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
     o.module = hs_executable_module(exe);
     o.on_step = record_step;
     o.user = step_sim;
+    o.deadline_ns = deadline_ns;
+    o.cancel = &s->cancel;
     hs_train_result r;
     memset(&r, 0, sizeof r);
     int64_t t0 = hs_now_ns();

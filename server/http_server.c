@@ -545,7 +545,8 @@ int hs_cli_serve(int argc, char **argv)
     while (sigwait(&set, &sig) != 0)
         ;
     /* Stop accepting, answer what is in flight (new requests on open
-     * connections get 503), then cancel compiles still running. */
+     * connections get 503), then cancel what is still running: compiles,
+     * layouts, device runs, training and step runs all watch s.cancel. */
     fprintf(stderr, "hloscope: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     atomic_store(&s.shutting_down, true);
     MHD_socket listener = MHD_quiesce_daemon(d);
@@ -556,8 +557,9 @@ int hs_cli_serve(int argc, char **argv)
         drained = drain(&s, srv_now() + 2.0);
     }
     if (!drained) {
-        /* A run cannot be interrupted (the device has no cancel): leave
-         * without waiting for it. The store is consistent (WAL). */
+        /* Something did not stop within 2 s of the cancel (a trace or an
+         * autodiff, which have no cancel point): leave without waiting for
+         * it. The store is consistent (WAL). */
         fprintf(stderr, "hloscope: %d requests still running; exiting\n",
                 atomic_load(&s.inflight));
         fflush(stderr);

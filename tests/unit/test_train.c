@@ -347,6 +347,45 @@ static void callback_sees_every_step(void **state)
     hs_model_free(m);
 }
 
+static void cancel_after_two(int64_t step, float loss, const hs_run_stats *s,
+                             void *user)
+{
+    (void)loss;
+    (void)s;
+    if (step == 2)
+        atomic_store((atomic_bool *)user, true);
+}
+
+/* A cancel flag or a deadline stops the run inside a step's device run,
+ * saying how many steps completed; nothing is returned. */
+static void cancel_and_deadline_stop_training(void **state)
+{
+    (void)state;
+    hs_model *m = load(linear_sgd);
+    hs_train_step *ts = build(m);
+    atomic_bool cancel = false;
+    hs_train_run_options o = {.steps = 5, .on_step = cancel_after_two,
+                              .user = &cancel, .cancel = &cancel};
+    hs_train_result r;
+    hs_error err;
+    assert_int_equal(hs_train_run(ts, NULL, &o, &r, &err), HS_ERR_CANCELLED);
+    assert_non_null(strstr(err.message, "after 2 of 5 training steps"));
+    assert_null(r.losses);
+    assert_null(r.updated);
+    /* A deadline already past: no step completes. */
+    hs_train_run_options d = {.steps = 5, .deadline_ns = 1};
+    assert_int_equal(hs_train_run(ts, NULL, &d, &r, &err), HS_ERR_CANCELLED);
+    assert_non_null(strstr(err.message, "after 0 of 5 training steps"));
+    /* Neither: all five. */
+    atomic_store(&cancel, false);
+    hs_train_run_options n = {.steps = 5, .cancel = &cancel};
+    assert_int_equal(hs_train_run(ts, NULL, &n, &r, &err), HS_OK);
+    assert_int_equal(r.steps, 5);
+    hs_train_result_free(&r);
+    hs_train_step_free(ts);
+    hs_model_free(m);
+}
+
 /* The step compiled through the default pipeline (simplify, cse, dce,
  * fusion, ...) keeps its signature and aliasing and trains the same. */
 static void compiled_step_trains_the_same(void **state)
@@ -585,6 +624,7 @@ int main(void)
         cmocka_unit_test(adam_matches_hand_computed_two_steps),
         cmocka_unit_test(step_module_signature_and_aliasing),
         cmocka_unit_test(callback_sees_every_step),
+        cmocka_unit_test(cancel_and_deadline_stop_training),
         cmocka_unit_test(compiled_step_trains_the_same),
         cmocka_unit_test(dump_writes_target_loss_grads_updated),
         cmocka_unit_test(every_block_type_trains),

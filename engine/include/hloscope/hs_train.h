@@ -195,6 +195,11 @@ typedef struct hs_train_run_options {
     /* When set, receives the memory timeline of the first step
      * (hs_device_run_ex); the caller frees it. */
     hs_memory_timeline *timeline;
+    /* As hs_run_options: an absolute CLOCK_MONOTONIC time in ns (0 = none)
+     * and a flag (may be NULL) that stop the run inside a step, with
+     * HS_ERR_CANCELLED ("... after K of N steps"); *out is then empty. */
+    int64_t deadline_ns;
+    atomic_bool *cancel;
 } hs_train_run_options;
 
 typedef struct hs_train_result {

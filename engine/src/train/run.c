@@ -3,6 +3,7 @@
  * step module once per step, and hands each step's updated parameters and
  * state to the next as its inputs. That hand-over is what the module's
  * input_output_alias promises: the buffers move, nothing is copied. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,13 +178,16 @@ void hs_train_result_free(hs_train_result *r)
  * into a. */
 static hs_status run_step(hs_train_step *ts, const hs_module *mod,
                           const hs_device_spec *spec, step_args *a,
+                          const hs_train_run_options *o,
                           hs_memory_timeline *timeline, float *loss,
                           hs_run_stats *stats, hs_error *err)
 {
     int n = ts->n_params, ns = ts->n_state;
     hs_tensor **outs = NULL;
     int n_outs = 0;
-    hs_run_options ro = {.timeline = timeline};
+    hs_run_options ro = {.timeline = timeline,
+                         .deadline_ns = o->deadline_ns,
+                         .cancel = o->cancel};
     hs_status st = hs_device_run_ex(mod, spec, a->t, a->n, &outs, &n_outs,
                                     &ro, stats, err);
     if (st != HS_OK)
@@ -247,8 +251,15 @@ hs_status hs_train_run(hs_train_step *ts, const hs_device_spec *spec,
     }
     for (int64_t s = 0; s < steps; s++) {
         hs_run_stats rs;
-        st = run_step(ts, mod, spec, &a, s == 0 ? o.timeline : NULL,
+        st = run_step(ts, mod, spec, &a, &o, s == 0 ? o.timeline : NULL,
                       &out->losses[s], &rs, err);
+        if (st == HS_ERR_CANCELLED) {
+            char why[sizeof err->message];
+            snprintf(why, sizeof why, "%s", err->message);
+            hs_error_set(err, HS_ERR_CANCELLED, "%s (after %lld of %lld "
+                         "training steps)", why, (long long)s,
+                         (long long)steps);
+        }
         if (st != HS_OK)
             break;
         add_stats(&out->total, &rs);
