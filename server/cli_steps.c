@@ -113,6 +113,7 @@ int cli_steps(const cli_args *a)
         o.op_overhead_us = a->op_overhead_us;
     o.train = a->train;
     o.loop = a->loop;
+    o.residuals = a->residuals;
     o.device = a->device;
     o.batch = a->batch;
     o.pipeline = a->pipeline;

@@ -159,6 +159,7 @@ typedef struct hs_steps_options {
                                needs a "train" section), else the forward
                                pass */
     const char *loop;       /* hs_model_options.loop */
+    const char *residuals;  /* hs_model_options.residuals (with train) */
     const char *device;     /* NULL: the model's */
     int64_t batch;          /* hs_model_options.batch */
     const char *pipeline;   /* NULL: the default pipeline */

@@ -114,7 +114,8 @@ static void setup_free(setup *su)
 static hs_status setup_load(const char *json, size_t len, const hs_steps_options *o,
                             setup *su, hs_error *err)
 {
-    hs_model_options mo = {.loop = o->loop, .device = o->device, .batch = o->batch};
+    hs_model_options mo = {.loop = o->loop, .device = o->device,
+                           .residuals = o->residuals, .batch = o->batch};
     su->data = hs_model_load(json, len, &mo, err);
     if (!su->data)
         return err ? err->status : HS_ERR_INVALID;
@@ -154,9 +155,10 @@ static hs_status execute(const setup *su, const hs_steps_options *o,
 {
     memset(st, 0, sizeof *st);
     if (o->train) {
-        /* hs_train_run takes no deadline or cancel flag: the driver checks
-         * them before the step and before the next one. */
-        hs_train_run_options ro = {.steps = 1, .module = hs_executable_module(exe)};
+        hs_train_run_options ro = {.steps = 1,
+                                   .module = hs_executable_module(exe),
+                                   .deadline_ns = o->deadline_ns,
+                                   .cancel = o->cancel};
         hs_train_result res = {0};
         hs_status s = hs_train_run(su->data_step, su->spec, &ro, &res, err);
         if (s == HS_OK)
@@ -180,7 +182,8 @@ static hs_status trace_and_compile(const char *json, size_t len,
                                    hs_error *err)
 {
     hs_model_options mo = {.loop = o->loop, .device = o->device,
-                           .batch = o->batch, .shapes_only = true};
+                           .residuals = o->residuals, .batch = o->batch,
+                           .shapes_only = true};
     int64_t t0 = hs_now_ns();
     hs_model *m = hs_model_load(json, len, &mo, err);
     hs_train_step *ts = NULL;
