@@ -50,4 +50,17 @@ static inline int count(const char *text, const char *needle)
     return n;
 }
 
+/* The instruction called name in any computation of m (fails the test
+ * when there is none). */
+static inline hs_instruction *find_instr(const hs_module *m,
+                                         const char *name)
+{
+    for (int c = 0; c < m->n_comps; c++)
+        for (int k = 0; k < m->comps[c]->n_instrs; k++)
+            if (strcmp(m->comps[c]->instrs[k]->name, name) == 0)
+                return m->comps[c]->instrs[k];
+    fail_msg("no instruction %s", name);
+    return NULL;
+}
+
 #endif

@@ -11,16 +11,6 @@
 #include "hloscope/hs_ir.h"
 #include "hlo_test_helpers.h"
 
-static const hs_instruction *instr(const hs_module *m, const char *name)
-{
-    for (int c = 0; c < m->n_comps; c++)
-        for (int k = 0; k < m->comps[c]->n_instrs; k++)
-            if (strcmp(m->comps[c]->instrs[k]->name, name) == 0)
-                return m->comps[c]->instrs[k];
-    fail_msg("no instruction %s", name);
-    return NULL;
-}
-
 static void elementwise_ops_read_same_shaped_operands_elementwise(
     void **state)
 {
@@ -37,8 +27,8 @@ static void elementwise_ops_read_same_shaped_operands_elementwise(
                          "  t = f32[8,4] transpose(c), dimensions={1,0}\n"
                          "  ROOT r = (f32[8,4], pred[4,8]) tuple(t, lt)\n"
                          "}\n");
-    const hs_instruction *a = instr(m, "a"), *lt = instr(m, "lt"),
-                         *c = instr(m, "c"), *t = instr(m, "t");
+    const hs_instruction *a = find_instr(m, "a"), *lt = find_instr(m, "lt"),
+                         *c = find_instr(m, "c"), *t = find_instr(m, "t");
     assert_true(hs_reads_elementwise(a, 0));
     assert_true(hs_reads_elementwise(a, 1));
     /* Same dimensions, another element type: still element j. */
@@ -49,11 +39,11 @@ static void elementwise_ops_read_same_shaped_operands_elementwise(
     assert_false(hs_reads_elementwise(c, 2));
     /* A transpose is not element-wise, nor a tuple. */
     assert_false(hs_reads_elementwise(t, 0));
-    assert_false(hs_reads_elementwise(instr(m, "r"), 0));
+    assert_false(hs_reads_elementwise(find_instr(m, "r"), 0));
     /* Operand indexes out of range. */
     assert_false(hs_reads_elementwise(a, 2));
     assert_false(hs_reads_elementwise(a, -1));
-    assert_false(hs_reads_elementwise(instr(m, "x"), 0));
+    assert_false(hs_reads_elementwise(find_instr(m, "x"), 0));
     hs_module_free(m);
 }
 
@@ -134,7 +124,7 @@ static void loop_fusion_reads_elementwise_through_elementwise_ops(
     hs_module *m = parse(fusions);
     /* p and q go through multiply, add (with a broadcast constant) and
      * exponential to the root. */
-    const hs_instruction *ew = instr(m, "ew");
+    const hs_instruction *ew = find_instr(m, "ew");
     assert_true(hs_reads_elementwise(ew, 0));
     assert_true(hs_reads_elementwise(ew, 1));
     assert_false(hs_reads_elementwise(ew, 2));
@@ -142,14 +132,14 @@ static void loop_fusion_reads_elementwise_through_elementwise_ops(
     /* q through add only, p through a transpose; the broadcast p is of
      * other dimensions; a row slice of p, broadcast back to its shape, and
      * a reduction broadcast back are not element-wise either. */
-    assert_false(hs_reads_elementwise(instr(m, "tr"), 0));
-    assert_true(hs_reads_elementwise(instr(m, "tr"), 1));
-    assert_false(hs_reads_elementwise(instr(m, "tw"), 0));
-    assert_false(hs_reads_elementwise(instr(m, "bc"), 0));
-    assert_true(hs_reads_elementwise(instr(m, "bc"), 1));
-    assert_false(hs_reads_elementwise(instr(m, "rw"), 0));
-    assert_true(hs_reads_elementwise(instr(m, "rw"), 1));
-    assert_false(hs_reads_elementwise(instr(m, "rd"), 0));
+    assert_false(hs_reads_elementwise(find_instr(m, "tr"), 0));
+    assert_true(hs_reads_elementwise(find_instr(m, "tr"), 1));
+    assert_false(hs_reads_elementwise(find_instr(m, "tw"), 0));
+    assert_false(hs_reads_elementwise(find_instr(m, "bc"), 0));
+    assert_true(hs_reads_elementwise(find_instr(m, "bc"), 1));
+    assert_false(hs_reads_elementwise(find_instr(m, "rw"), 0));
+    assert_true(hs_reads_elementwise(find_instr(m, "rw"), 1));
+    assert_false(hs_reads_elementwise(find_instr(m, "rd"), 0));
     hs_module_free(m);
 }
 
@@ -159,8 +149,8 @@ static void operand_passed_twice_must_be_elementwise_at_both(void **state)
     hs_module *m = parse(fusions);
     /* u is both p, transposed, and q, read element-wise: element j of uu
      * reads other elements of u than j. */
-    assert_false(hs_reads_elementwise(instr(m, "uu"), 0));
-    assert_false(hs_reads_elementwise(instr(m, "uu"), 1));
+    assert_false(hs_reads_elementwise(find_instr(m, "uu"), 0));
+    assert_false(hs_reads_elementwise(find_instr(m, "uu"), 1));
     hs_module_free(m);
     m = parse("HloModule sq\n"
               "ENTRY main {\n"
@@ -178,8 +168,8 @@ static void only_loop_fusions_count(void **state)
     hs_module *m = parse(fusions);
     /* The same element-wise body under another kind. */
     for (int k = 0; k < 2; k++) {
-        assert_false(hs_reads_elementwise(instr(m, "in"), k));
-        assert_false(hs_reads_elementwise(instr(m, "out"), k));
+        assert_false(hs_reads_elementwise(find_instr(m, "in"), k));
+        assert_false(hs_reads_elementwise(find_instr(m, "out"), k));
     }
     hs_module_free(m);
 }

@@ -13,6 +13,7 @@
 
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_ir.h"
+#include "hlo_test_helpers.h"
 
 #define DATA_DIR HS_SOURCE_DIR "/tests/data/hlo/"
 
@@ -85,16 +86,6 @@ static hs_error parse_error(const char *text)
     }
     assert_int_equal(err.status, HS_ERR_PARSE);
     return err;
-}
-
-static hs_instruction *find_instr(const hs_module *m, const char *name)
-{
-    for (int c = 0; c < m->n_comps; c++)
-        for (int k = 0; k < m->comps[c]->n_instrs; k++)
-            if (strcmp(m->comps[c]->instrs[k]->name, name) == 0)
-                return m->comps[c]->instrs[k];
-    fail_msg("no instruction %s", name);
-    return NULL;
 }
 
 /* print(parse(text)) must equal print(parse(print(parse(text)))). */
