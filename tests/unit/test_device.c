@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "device/vmath.h"
 #include "device_helpers.h"
 #include "hloscope/hs_hlo_text.h"
 
@@ -112,6 +113,52 @@ static void every_f32_unary_op_matches_libm(void **state)
                          1e-5);
         done(&r, m, a, 1);
     }
+}
+
+/* The device's exp (device/vmath.h): within 1 ulp of the correctly rounded
+ * result over a sweep of the float range, the same in a vector body, a
+ * tail and a scalar call, and exact at the special values. */
+static int64_t f32_order(float f)
+{
+    int32_t i;
+    memcpy(&i, &f, sizeof i);
+    return i < 0 ? -(int64_t)(i & 0x7fffffff) : i;
+}
+
+static void device_exp_is_within_one_ulp(void **state)
+{
+    (void)state;
+    enum { N = 1003 }; /* 125 vector blocks and a tail of 3 */
+    static float in[N], out[N];
+    for (uint32_t start = 0; start < 0x100000000ull - 7919u * N;
+         start += 7919u * N) {
+        for (int i = 0; i < N; i++) {
+            uint32_t b = start + 7919u * (uint32_t)i;
+            memcpy(&in[i], &b, sizeof b);
+        }
+        HS_VMAP(hs_vexpf, in, out, N);
+        for (int i = 0; i < N; i++) {
+            float x = in[i], want = (float)exp((double)x);
+            if (isnan(x)) {
+                assert_true(isnan(out[i]));
+                continue;
+            }
+            int64_t d = f32_order(out[i]) - f32_order(want);
+            if (d < -1 || d > 1) {
+                print_error("exp(%a) = %a, want %a\n", (double)x,
+                            (double)out[i], (double)want);
+                fail();
+            }
+            assert_true(memcmp(&out[i], &(float){hs_expf(x)}, 4) == 0);
+        }
+    }
+    assert_true(hs_expf(0.0f) == 1.0f && hs_expf(-0.0f) == 1.0f);
+    assert_true(hs_expf(-INFINITY) == 0.0f && !signbit(hs_expf(-INFINITY)));
+    assert_true(isinf(hs_expf(INFINITY)) && isinf(hs_expf(88.73f)));
+    assert_true(hs_expf(-3.4e38f) == 0.0f);
+    assert_true(hs_expf(-103.9f) == 0x1p-149f);
+    assert_true(isnan(hs_expf(NAN)));
+    assert_true(hs_logisticf(-200.0f) == 0.0f && hs_logisticf(200.0f) == 1.0f);
 }
 
 static hs_tensor *run_binary(hs_opcode op, hs_dtype t, const void *a,
@@ -921,6 +968,7 @@ int main(void)
         cmocka_unit_test(presets_cite_sources_and_default_exists),
         cmocka_unit_test(hlo_text_while_loop_runs_with_parsed_literals),
         cmocka_unit_test(per_instruction_overhead_is_small),
+        cmocka_unit_test(device_exp_is_within_one_ulp),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

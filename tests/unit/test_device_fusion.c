@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/vmath.h"
 #include "device_helpers.h"
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_hlo_text.h"
@@ -481,7 +482,7 @@ static void view_keeps_its_buffer_alive(void **state)
     run_result r = run_ok(m, "tpu-v5e", &p, 1);
     const float *pd = p->data, *s = r.out[0]->data;
     for (int k = 0; k < 32; k++)
-        assert_true(s[k] == expf(pd[5 * 16 + k]) + -pd[k]);
+        assert_true(s[k] == hs_expf(pd[5 * 16 + k]) + -pd[k]);
     /* p, buf (kept by the view) and big are live together. */
     assert_true(r.stats.peak_device_bytes >= 3 * 4096);
     free_run(&r);
@@ -539,7 +540,7 @@ static void loop_fusion_runs_in_place_over_dying_temporary(void **state)
     compiled_run c = compile_and_run(m, &p, 1);
     const float *pd = p->data, *y = c.r.out[0]->data;
     for (int k = 0; k < 1024; k++)
-        assert_true(y[k] == expf(-pd[k] * -pd[k]));
+        assert_true(y[k] == hs_expf(-pd[k] * -pd[k]));
     /* p and a; f is written over a. */
     assert_int_equal(c.r.stats.peak_device_bytes, 2 * 4096);
     assert_int_equal(c.assigned, 2 * 4096);
@@ -557,7 +558,7 @@ static void loop_fusion_runs_in_place_over_dying_temporary(void **state)
     c = compile_and_run(m, &p, 1);
     y = c.r.out[0]->data;
     for (int k = 0; k < 1024; k++)
-        assert_true(y[k] == expf(-pd[k] * -pd[k]) + -pd[k]);
+        assert_true(y[k] == hs_expf(-pd[k] * -pd[k]) + -pd[k]);
     assert_int_equal(c.r.stats.peak_device_bytes, 4 * 4096);
     assert_int_equal(c.assigned, 4 * 4096);
     free_compiled_run(&c);
@@ -597,7 +598,7 @@ static void donated_argument_leaves_device_at_last_use(void **state)
         compiled_run c = compile_and_run(m, args, 2);
         const float *y = c.r.out[0]->data;
         for (int k = 0; k < 1024; k++)
-            assert_true(y[k] == expf(g[k] * w[k]) + w[k]);
+            assert_true(y[k] == hs_expf(g[k] * w[k]) + w[k]);
         /* The caller's w is never written. */
         assert_memory_equal(w, w0->data, 4096);
         /* Donated, w leaves as f arrives: w + g, then g + f. Kept, w + g +
@@ -640,7 +641,7 @@ static void tuple_elements_move_out_and_unread_ones_drop(void **state)
     compiled_run c = compile_and_run(m, &p, 1);
     const float *pd = p->data, *y = c.r.out[0]->data;
     for (int k = 0; k < 1024; k++)
-        assert_true(y[k] == -expf(-pd[k] * -pd[k]) + fabsf(pd[k]));
+        assert_true(y[k] == -hs_expf(-pd[k] * -pd[k]) + fabsf(pd[k]));
     assert_int_equal(c.assigned, 4 * 4096 + 24);
     assert_int_equal(c.r.stats.peak_device_bytes, 4 * 4096 + 24);
     free_compiled_run(&c);

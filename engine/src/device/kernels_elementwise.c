@@ -14,6 +14,7 @@
 
 #include "device/device_internal.h"
 #include "device/element_ops.h"
+#include "device/vmath.h"
 
 /* ---- element functions ------------------------------------------------ */
 
@@ -22,14 +23,14 @@ ELEM float unary_f32(hs_opcode op, float v)
     switch (op) {
     case HS_OP_ABS: return fabsf(v);
     case HS_OP_NEGATE: return -v;
-    case HS_OP_EXP: return expf(v);
+    case HS_OP_EXP: return hs_expf(v);
     case HS_OP_EXPM1: return expm1f(v);
     case HS_OP_LOG: return logf(v);
     case HS_OP_LOG1P: return log1pf(v);
     case HS_OP_SQRT: return sqrtf(v);
     case HS_OP_RSQRT: return 1.0f / sqrtf(v);
     case HS_OP_TANH: return tanhf(v);
-    case HS_OP_LOGISTIC: return 1.0f / (1.0f + expf(-v));
+    case HS_OP_LOGISTIC: return hs_logisticf(v);
     case HS_OP_ERF: return erff(v);
     case HS_OP_SIGN: return v > 0 ? 1.0f : v < 0 ? -1.0f : v;
     case HS_OP_FLOOR: return floorf(v);
@@ -64,14 +65,14 @@ static bool unary_f32_loop(hs_opcode op, const float *restrict a,
     switch (op) {
         MAP1(HS_OP_ABS, unary_f32, float, float)
         MAP1(HS_OP_NEGATE, unary_f32, float, float)
-        MAP1(HS_OP_EXP, unary_f32, float, float)
+    case HS_OP_EXP: HS_VMAP(hs_vexpf, a, y, n); break;
         MAP1(HS_OP_EXPM1, unary_f32, float, float)
         MAP1(HS_OP_LOG, unary_f32, float, float)
         MAP1(HS_OP_LOG1P, unary_f32, float, float)
         MAP1(HS_OP_SQRT, unary_f32, float, float)
         MAP1(HS_OP_RSQRT, unary_f32, float, float)
         MAP1(HS_OP_TANH, unary_f32, float, float)
-        MAP1(HS_OP_LOGISTIC, unary_f32, float, float)
+    case HS_OP_LOGISTIC: HS_VMAP(hs_vlogistic, a, y, n); break;
         MAP1(HS_OP_ERF, unary_f32, float, float)
         MAP1(HS_OP_SIGN, unary_f32, float, float)
         MAP1(HS_OP_FLOOR, unary_f32, float, float)

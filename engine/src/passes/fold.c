@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/vmath.h"
 #include "passes/passes_internal.h"
 
 /* A constant, or a broadcast of a scalar constant (read at element 0). */
@@ -64,14 +65,14 @@ static bool eval_f32(hs_opcode op, float a, float b, float *out)
     switch (op) {
     case HS_OP_ABS: *out = fabsf(a); return true;
     case HS_OP_NEGATE: *out = -a; return true;
-    case HS_OP_EXP: *out = expf(a); return true;
+    case HS_OP_EXP: *out = hs_expf(a); return true;
     case HS_OP_EXPM1: *out = expm1f(a); return true;
     case HS_OP_LOG: *out = logf(a); return true;
     case HS_OP_LOG1P: *out = log1pf(a); return true;
     case HS_OP_SQRT: *out = sqrtf(a); return true;
     case HS_OP_RSQRT: *out = 1.0f / sqrtf(a); return true;
     case HS_OP_TANH: *out = tanhf(a); return true;
-    case HS_OP_LOGISTIC: *out = 1.0f / (1.0f + expf(-a)); return true;
+    case HS_OP_LOGISTIC: *out = hs_logisticf(a); return true;
     case HS_OP_ERF: *out = erff(a); return true;
     case HS_OP_SIGN: *out = a > 0 ? 1.0f : a < 0 ? -1.0f : a; return true;
     case HS_OP_FLOOR: *out = floorf(a); return true;
