@@ -552,6 +552,64 @@ static void reduce_sum_and_max_over_any_axes(void **state)
     done(&r, m, NULL, 0);
 }
 
+/* Long rows take the eight-lane path (a tail of 5 after four blocks of
+ * 8): sum, product, max and min agree with a double reference, NaN
+ * propagates through max and min, and the init is applied once. */
+static void reduce_long_rows_in_lanes(void **state)
+{
+    (void)state;
+    enum { R = 4, L = 37 };
+    hs_module *m = hs_module_new("reduce_rows");
+    hs_opcode ops[] = {HS_OP_ADD, HS_OP_MULTIPLY, HS_OP_MAXIMUM,
+                       HS_OP_MINIMUM};
+    float inits[] = {0.5f, 2.0f, -INFINITY, INFINITY};
+    hs_computation *fns[4];
+    for (int k = 0; k < 4; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", k);
+        fns[k] = add_reducer(m, name, ops[k], HS_F32);
+    }
+    hs_computation *c = hs_module_add_computation(m, "main", true);
+    static float v[R * L];
+    for (int i = 0; i < R * L; i++)
+        v[i] = 1.0f + 0.01f * (float)((i * 13) % 29) - 0.14f;
+    v[2 * L + 33] = NAN; /* in the tail of row 2 */
+    v[3 * L + 9] = NAN;  /* in a lane block of row 3 */
+    hs_instruction *x = add_const(c, F32(2, R, L), v);
+    hs_instruction *outs[4];
+    hs_shape shapes[4];
+    for (int k = 0; k < 4; k++) {
+        outs[k] = add_op(c, HS_OP_REDUCE, F32(1, R), 2, x,
+                         const_f32(c, inits[k]));
+        set_dims(outs[k], 1, 1);
+        hs_instruction_set_called(outs[k], &fns[k], 1);
+        shapes[k] = outs[k]->shape;
+    }
+    hs_shape ts = hs_shape_tuple(m->arena, 4, shapes);
+    c->root = hs_computation_add(c, HS_OP_TUPLE, &ts, outs, 4, NULL);
+    run_result r = run(m, NULL, 0);
+    assert_int_equal(r.st, HS_OK);
+    for (int row = 0; row < R; row++) {
+        double sum = inits[0], prod = inits[1], mx = -INFINITY, mn = INFINITY;
+        bool nan = false;
+        for (int j = 0; j < L; j++) {
+            double e = v[row * L + j];
+            nan |= isnan(e);
+            sum += e;
+            prod *= e;
+            mx = fmax(mx, e);
+            mn = fmin(mn, e);
+        }
+        assert_close(hs_tensor_f32(r.out[0])[row], sum, 1e-6);
+        assert_close(hs_tensor_f32(r.out[1])[row], prod, 1e-6);
+        assert_close(hs_tensor_f32(r.out[2])[row], nan ? NAN : mx, 0);
+        assert_close(hs_tensor_f32(r.out[3])[row], nan ? NAN : mn, 0);
+        assert_true(isnan(hs_tensor_f32(r.out[2])[row]) == nan);
+        assert_true(isnan(hs_tensor_f32(r.out[3])[row]) == nan);
+    }
+    done(&r, m, NULL, 0);
+}
+
 /* ---- control flow ----------------------------------------------------------- */
 
 /* while (i < n) { acc += i; i += 1 }, XLA's known-trip-count example. */
@@ -969,6 +1027,7 @@ int main(void)
         cmocka_unit_test(hlo_text_while_loop_runs_with_parsed_literals),
         cmocka_unit_test(per_instruction_overhead_is_small),
         cmocka_unit_test(device_exp_is_within_one_ulp),
+        cmocka_unit_test(reduce_long_rows_in_lanes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
