@@ -43,6 +43,9 @@ int api_request_from_text(const char *text, api_request *ar, hs_error *e);
 int api_request_make(const char *endpoint, json_t *body, json_t *query,
                      api_request *ar);
 void api_request_free(api_request *ar);
+/* Drops overrides that only restate the default (mode=forward), so that
+ * they do not change a request's id. */
+void api_query_normalize(json_t *q);
 /* XXH3-128 hex of text. */
 void api_hash_id(const char *text, size_t len, char out[API_ID_LEN + 1]);
 /* Is s a well-formed id (32 lowercase hex digits)? */
@@ -50,8 +53,14 @@ bool api_id_valid(const char *s);
 
 /* ---- programs ------------------------------------------------------------ */
 
+struct hs_train_step;
+
 typedef struct api_program {
     hs_model *model;      /* model body */
+    /* ?mode=train: the model's training step (forward, backward and
+     * optimizer update in one module, built from model; owned). Its module
+     * is the program's module: api_program_traced returns it. */
+    struct hs_train_step *train;
     hs_module *hlo;       /* {"hlo": ...} body */
     hs_tensor **hlo_args; /* run of an HLO body */
     int n_hlo_args;
@@ -62,7 +71,9 @@ typedef struct api_program {
 } api_program;
 
 /* Traces or parses body with query's overrides and compiles it (cache and
- * deadline from s and deadline_ns). for_run also draws weights and
+ * deadline from s and deadline_ns). With "mode": "train" in query the
+ * program is the model's training step (hs_train_step_build), planned for
+ * the request's device. for_run also draws weights and
  * arguments, after checking that the run fits the server's run limits. */
 int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
                       int64_t deadline_ns, api_program *p, hs_error *e);

@@ -15,6 +15,7 @@ static json_t *variant_query(json_t *query, json_t *variant)
 {
     json_t *q = json_deep_copy(query);
     json_object_update(q, variant);
+    api_query_normalize(q);
     return q;
 }
 

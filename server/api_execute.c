@@ -66,13 +66,18 @@ static void record_step(int64_t step, float loss, const hs_run_stats *st, void *
 }
 
 static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
-                           int64_t deadline_ns, hs_error *e)
+                           int64_t deadline_ns, hs_run_stats *last, hs_error *e)
 {
+    /* ?mode=train: the program is the step, built and compiled already. */
+    bool own = p->train == NULL;
     int64_t t_build = hs_now_ns();
-    hs_train_step *ts = hs_train_step_build(p->model, NULL, e);
+    hs_train_step *ts = own ? hs_train_step_build(p->model, NULL, e) : p->train;
     if (!ts)
         return NULL;
-    double build_s = (double)(hs_now_ns() - t_build) * 1e-9;
+    double build_s = own ? (double)(hs_now_ns() - t_build) * 1e-9
+                         : (double)hs_metrics_timing(p->metrics, HS_METRIC_TRACE_TIME)
+                                   .total_ns *
+                               1e-9;
     hs_compile_options co;
     hs_compile_options_init(&co);
     co.device = p->device;
@@ -80,18 +85,24 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
     if (deadline_ns > 0) {
         co.timeout_ms = (deadline_ns - hs_now_ns()) / 1000000;
         if (co.timeout_ms <= 0) {
-            hs_train_step_free(ts);
+            if (own)
+                hs_train_step_free(ts);
             hs_error_set(e, HS_ERR_CANCELLED, "deadline exceeded before training");
             return NULL;
         }
     }
     hs_executable *exe = NULL;
     json_t *out = NULL, *step_sim = json_array();
-    int64_t hits = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE);
-    if (hs_compile(ts->module, &co, s->compile_cache, p->metrics, &exe, e) != HS_OK)
-        goto done;
-    bool step_cached = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE) > hits;
-    srv_metrics_compile_cache(s->metrics, step_cached ? 1 : 0, step_cached ? 0 : 1);
+    bool step_cached = p->cache_hit;
+    if (own) {
+        int64_t hits = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE);
+        if (hs_compile(ts->module, &co, s->compile_cache, p->metrics, &exe, e) != HS_OK)
+            goto done;
+        step_cached = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE) > hits;
+        srv_metrics_compile_cache(s->metrics, step_cached ? 1 : 0, step_cached ? 0 : 1);
+    } else {
+        exe = hs_executable_retain(p->exe);
+    }
     double flops, bytes, steps = (double)p->model->train.steps;
     api_cost_estimate(hs_executable_module(exe), &flops, &bytes);
     if (flops * steps > s->cfg.limits.max_run_flops ||
@@ -127,11 +138,14 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
                     (double)hs_executable_report(exe)->total_ns * 1e-9, "compile_cache",
                     step_cached ? "hit" : "miss", "step_sim_seconds", step_sim,
                     "last_step", stats_json(&r.last), "total", stats_json(&r.total));
+    if (last)
+        *last = r.last;
     hs_train_result_free(&r);
 done:
     json_decref(step_sim);
     hs_executable_release(exe);
-    hs_train_step_free(ts);
+    if (own)
+        hs_train_step_free(ts);
     return out;
 }
 
@@ -147,6 +161,19 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
         return -1;
     }
     const hs_device_spec *spec = hs_device_find(p->device);
+    if (p->train) {
+        /* ?mode=train: the program is the training step; running it is
+         * training: "train" has the losses, "run" the last step. */
+        hs_run_stats last;
+        memset(&last, 0, sizeof last);
+        json_t *t = train_steps(s, p, spec, deadline_ns, &last, e);
+        if (!t)
+            return -1;
+        json_object_set_new(sum, "train", t);
+        json_object_set_new(sum, "run", stats_json(&last));
+        json_object_set_new(sum, "outputs", json_array());
+        return 0;
+    }
     hs_tensor **args = p->hlo_args;
     int n_args = p->n_hlo_args;
     if (p->model) {
@@ -191,7 +218,7 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
     if (p->model && p->model->train.enabled) {
         hs_error te;
         hs_error_clear(&te);
-        json_t *t = train_steps(s, p, spec, deadline_ns, &te);
+        json_t *t = train_steps(s, p, spec, deadline_ns, NULL, &te);
         json_object_set_new(sum, "train", t ? t : srv_error_json(&te));
     }
     return 0;

@@ -10,15 +10,19 @@
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_buffers.h"
+#include "hloscope/hs_train.h"
 
 const hs_module *api_program_traced(const api_program *p)
 {
+    if (p->train)
+        return p->train->module;
     return p->model ? p->model->module : p->hlo;
 }
 
 void api_program_free(api_program *p)
 {
     hs_executable_release(p->exe);
+    hs_train_step_free(p->train); /* before the model it points to */
     hs_model_free(p->model);
     hs_module_free(p->hlo);
     if (p->hlo_args)
@@ -134,8 +138,23 @@ static int check_device_memory(const api_program *p, hs_error *e)
                                          strcmp(spec->kind, "gpu") == 0 ? "GPU" : "TPU", 3);
     if (report) {
         /* As much of the report as an error message holds: the first line,
-         * then the usage at the peak and the largest buffers. */
-        hs_error_set(e, HS_ERR_OOM, "%.500s", report);
+         * then (training step) what the scans stacked, then the usage at
+         * the peak and the largest buffers. */
+        const hs_scan_vjp_report *sr = p->train ? p->train->scan_report : NULL;
+        const char *nl = strchr(report, '\n');
+        if (sr && sr->n_loops > 0 && nl) {
+            char dev[32], host[32];
+            hs_format_bytes(sr->device_bytes, dev, sizeof dev);
+            hs_format_bytes(sr->host_bytes, host, sizeof host);
+            hs_error_set(e, HS_ERR_OOM,
+                         "%.*s\nTraining step: %d scanned loop(s) stack %s of "
+                         "residuals on the device and %s on the host (?residuals="
+                         "offload, remat_offload or auto moves or recomputes "
+                         "them).%.300s",
+                         (int)(nl - report), report, sr->n_loops, dev, host, nl);
+        } else {
+            hs_error_set(e, HS_ERR_OOM, "%.500s", report);
+        }
         rc = -1;
     }
     free(report);
@@ -171,6 +190,38 @@ static int check_run_limits(srv *s, const api_program *p, hs_error *e)
     return 0;
 }
 
+/* ?mode=train: the model's training step replaces its forward module. */
+static int build_train_step(api_program *p, hs_error *e)
+{
+    if (!p->model->train.enabled) {
+        hs_error_set(e, HS_ERR_INVALID,
+                     "?mode=train compiles the training step, but this model has "
+                     "no \"train\" section (add \"train\": {\"loss\": \"mse\", "
+                     "\"optimizer\": {\"type\": \"sgd\", \"lr\": 0.01}}, or use "
+                     "mode=forward)");
+        snprintf(e->path, sizeof e->path, "?mode");
+        return -1;
+    }
+    hs_train_step_free(p->train);
+    p->train = hs_train_step_build(p->model, NULL, e);
+    if (!p->train) {
+        char msg[sizeof e->message];
+        memcpy(msg, e->message, sizeof msg);
+        snprintf(e->message, sizeof e->message, "building the training step: %.480s",
+                 msg);
+        if (!e->path[0])
+            snprintf(e->path, sizeof e->path, "?mode");
+        return -1;
+    }
+    return 0;
+}
+
+static bool train_mode(json_t *query)
+{
+    const char *mode = json_string_value(json_object_get(query, "mode"));
+    return mode && strcmp(mode, "train") == 0;
+}
+
 int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
                       int64_t deadline_ns, api_program *p, hs_error *e)
 {
@@ -189,10 +240,19 @@ int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
                 snprintf(e->path, sizeof e->path, "?%s", model_only[k]);
                 return -1;
             }
+        if (train_mode(query)) {
+            hs_error_set(e, HS_ERR_INVALID,
+                         "mode=train differentiates a model description with a "
+                         "\"train\" section; HLO text has none");
+            snprintf(e->path, sizeof e->path, "?mode");
+            return -1;
+        }
     }
     int64_t t0 = hs_now_ns();
     if (is_hlo ? parse_hlo(body, &p->hlo, e) != 0
                : !(p->model = load_model(s, body, query, true, e)))
+        return -1;
+    if (p->model && train_mode(query) && build_train_step(p, e) != 0)
         return -1;
     hs_metrics_record_time(p->metrics, HS_METRIC_TRACE_TIME, hs_now_ns() - t0);
     const char *dev = json_string_value(json_object_get(query, "device"));
@@ -219,9 +279,14 @@ int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
     hs_model *full = load_model(s, body, query, false, e);
     if (!full)
         return -1;
+    hs_train_step_free(p->train); /* it points into the shapes-only model */
+    p->train = NULL;
     hs_model_free(p->model);
     p->model = full;
-    if (hs_module_fingerprint(full->module) != hs_executable_fingerprint(p->exe)) {
+    if (train_mode(query) && build_train_step(p, e) != 0)
+        return -1;
+    if (hs_module_fingerprint(api_program_traced(p)) !=
+        hs_executable_fingerprint(p->exe)) {
         hs_executable_release(p->exe);
         p->exe = NULL;
         return compile(s, p, deadline_ns, e);

@@ -94,6 +94,7 @@ static int json_depth(const char *p, size_t n, int limit)
 static const char *const k_loops[] = {"unrolled", "scan", NULL};
 static const char *const k_residuals[] = {"save", "remat", "offload",
                                           "remat_offload", "auto", NULL};
+static const char *const k_modes[] = {"forward", "train", NULL};
 
 static bool one_of(const char *v, const char *const *set)
 {
@@ -130,6 +131,13 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
             return -1;
         }
         json_object_set_new(out, key, json_string(value));
+    } else if (strcmp(key, "mode") == 0) {
+        if (!one_of(value, k_modes)) {
+            srv_reply_error(rp, 422, "invalid", path,
+                            "unknown mode '%s' (known: forward, train)", value);
+            return -1;
+        }
+        json_object_set_new(out, key, json_string(value));
     } else if (strcmp(key, "device") == 0) {
         if (!hs_device_find(value)) {
             srv_reply_error(rp, 422, "invalid", path,
@@ -158,7 +166,7 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
     } else {
         srv_reply_error(rp, 422, "invalid", path,
                         "unknown override '%s' (known: loop, residuals, "
-                        "device, batch)",
+                        "device, batch, mode)",
                         key);
         return -1;
     }
@@ -175,7 +183,16 @@ static int parse_query(const srv_request *rq, json_t *q, srv_reply *rp)
                          "?", q, rp) != 0)
             return -1;
     }
+    api_query_normalize(q);
     return 0;
+}
+
+void api_query_normalize(json_t *q)
+{
+    /* mode=forward is the default: the same result, the same id. */
+    const char *mode = json_string_value(json_object_get(q, "mode"));
+    if (mode && strcmp(mode, "forward") == 0)
+        json_object_del(q, "mode");
 }
 
 /* {"hlo": "..."} takes no other key; a model is checked by the loader. */

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_buffers.h"
+#include "hloscope/hs_train.h"
 #include "report_json.h"
 
 json_t *api_links(const char *id, const char *endpoint)
@@ -54,6 +55,39 @@ static const char *residuals_name(hs_residuals r)
                                                : "save";
 }
 
+/* What ?mode=train compiled: the step's trained values, optimizer state
+ * and aliases, and for scans where the residuals went. */
+static json_t *train_step_json(const hs_train_step *ts)
+{
+    json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i}", "loss",
+                          ts->config.loss == HS_LOSS_CROSS_ENTROPY ? "cross_entropy" : "mse",
+                          "optimizer",
+                          ts->config.optimizer == HS_OPT_ADAM ? "adam" : "sgd",
+                          "trained_values", ts->n_params, "optimizer_state",
+                          ts->n_state, "aliases", ts->n_alias);
+    const hs_scan_vjp_report *r = ts->scan_report;
+    if (r && r->n_loops > 0)
+        json_object_set_new(
+            o, "residuals",
+            json_pack("{s:i, s:i, s:I, s:I}", "loops", r->n_loops, "residuals",
+                      r->n_residuals, "device_bytes", (json_int_t)r->device_bytes,
+                      "host_bytes", (json_int_t)r->host_bytes));
+    const hs_train_auto *a = ts->auto_choice;
+    if (a)
+        json_object_set_new(
+            o, "auto",
+            json_pack("{s:s, s:I, s:b, s:b, s:i, s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:s}",
+                      "device", a->device ? a->device : "", "hbm_bytes",
+                      (json_int_t)a->hbm_bytes, "fits", a->fits, "full_remat",
+                      a->full_remat, "residuals", a->n_residuals, "offloaded",
+                      a->n_offloaded, "recomputed", a->n_remat, "offloaded_bytes",
+                      (json_int_t)a->offloaded_bytes, "recomputed_bytes",
+                      (json_int_t)a->remat_bytes, "save_peak_bytes",
+                      (json_int_t)a->save_peak, "peak_bytes", (json_int_t)a->peak,
+                      "host_peak_bytes", (json_int_t)a->host_peak, "text", a->text));
+    return o;
+}
+
 json_t *api_summary_compile(const api_request *ar, const api_program *p)
 {
     const hs_module *traced = api_program_traced(p);
@@ -81,7 +115,10 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
         json_object_set_new(o, "parameters", json_integer(p->model->n_params));
         json_object_set_new(o, "parameter_elements",
                             json_integer(p->model->param_elements));
+        json_object_set_new(o, "mode", json_string(p->train ? "train" : "forward"));
     }
+    if (p->train)
+        json_object_set_new(o, "train_step", train_step_json(p->train));
     json_object_set_new(o, "fingerprint", json_string(fp));
     json_object_set_new(o, "computations",
                         json_pack("{s:i, s:i}", "traced", traced->n_comps,

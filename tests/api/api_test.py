@@ -513,6 +513,98 @@ def run_limits_are_422(s):
 
 
 @test
+def train_mode_compiles_the_step(s):
+    """?mode=train compiles the training step (forward + backward + update)
+    instead of the forward pass; on train_offload's 64 MiB device saving
+    every residual runs out of memory, offloading fits."""
+    mlp = example("mlp")
+    fwd, _ = s.json("POST", "/v1/compile", mlp)
+    same, _ = s.json("POST", "/v1/compile?mode=forward", mlp)
+    check(same["id"] == fwd["id"] and fwd["mode"] == "forward",
+          "mode=forward is the default: same id", fwd.get("mode"))
+    tr, _ = s.json("POST", "/v1/compile?mode=train", mlp)
+    check(tr["id"] != fwd["id"], "mode is part of the id")
+    check(tr["mode"] == "train" and tr["module"].endswith(".train_step"),
+          "the summary says train", tr.get("mode"), tr.get("module"))
+    check(tr["instructions"]["traced"] > fwd["instructions"]["traced"]
+          and tr["instructions"]["optimized"] > fwd["instructions"]["optimized"],
+          "the step has more instructions than the forward pass",
+          tr["instructions"], fwd["instructions"])
+    check(tr["train_step"]["aliases"] > 0 and tr["train_step"]["optimizer"] == "adam",
+          "train_step describes the step", tr["train_step"])
+    status, _, data = s.get(tr["links"]["hlo_traced"])
+    check(status == 200 and b"input_output_alias" in data and b"train_step" in data,
+          "the HLO is the step's", data[:300])
+
+    model = example("train_offload")
+    status, _, data = s.post("/v1/compile?mode=train&residuals=save", model)
+    e = error_of(data)
+    check(status == 422 and e["code"] == "out_of_memory"
+          and "RESOURCE_EXHAUSTED" in e["message"] and "of 64.00M hbm" in e["message"],
+          "save: the step runs out of memory like a forward OOM", data)
+    check(re.search(r"stack [\d.]+M of residuals on the device", e["message"]),
+          "the OOM names the stacked residuals", e["message"])
+    fwd_save, _ = s.json("POST", "/v1/compile?residuals=save", model)
+    peaks = {}
+    for policy in ("offload", "remat_offload"):
+        r, _ = s.json("POST", "/v1/compile?mode=train&residuals=" + policy, model)
+        check(r["mode"] == "train" and r["residuals"] == policy, "%s: a train summary" % policy, r)
+        mem = r["memory"]
+        check(0 < mem["peak_device_bytes"] <= mem["capacity"]["device_bytes"],
+              "%s fits the device" % policy, mem)
+        check(mem["peak_host_bytes"] > 0 and r["train_step"]["residuals"]["host_bytes"] > 0
+              and r["train_step"]["residuals"]["device_bytes"] == 0,
+              "%s: residuals stacked on the host" % policy, r["train_step"])
+        check(r["instructions"]["traced"] > fwd_save["instructions"]["traced"],
+              "%s: the step is bigger than the forward pass" % policy)
+        timeline, _ = s.json("GET", r["links"]["memory_json"])
+        check(any(b["memory_space"] == "host" for b in timeline["buffers"]),
+              "%s: the timeline has host buffers" % policy)
+        peaks[policy] = mem["peak_device_bytes"]
+    check(peaks["remat_offload"] < peaks["offload"], "remat_offload needs less device memory", peaks)
+    auto, _ = s.json("POST", "/v1/compile?mode=train&residuals=auto", model)
+    check(auto["train_step"]["auto"]["fits"] and auto["train_step"]["auto"]["text"].startswith("auto:"),
+          "auto says what it chose", auto["train_step"])
+    # compare: the step with saved vs offloaded residuals; variant a fails.
+    status, _, data = s.post("/v1/compare?mode=train",
+                             {"model": model, "a": {"residuals": "save"}, "b": {"residuals": "offload"}})
+    e = error_of(data)
+    check(status == 422 and e["code"] == "out_of_memory" and e["message"].startswith("variant a:"),
+          "compare names the variant that does not fit", data)
+    c, _ = s.json("POST", "/v1/compare?mode=train",
+                  {"model": model, "a": {"residuals": "offload"}, "b": {"residuals": "remat_offload"}})
+    check(c["a"]["mode"] == "train" and c["b"]["mode"] == "train"
+          and c["ratios"]["peak_device_bytes"] < 1, "compare of two training steps", c["ratios"])
+    sub, _ = s.json("POST", "/v1/compile?mode=train&residuals=remat_offload", model)
+    check(sub["id"] == c["b"]["id"], "a compare variant is the compile result of its overrides")
+    # run: the step runs (training), "run" is its last step.
+    r, _ = s.json("POST", "/v1/run?mode=train&residuals=remat_offload", model)
+    check(r["mode"] == "train" and len(r["train"]["losses"]) == 1
+          and r["run"]["peak_host_bytes"] > 0, "run?mode=train trains", r.get("train"), r.get("run"))
+
+
+@test
+def train_mode_errors(s):
+    status, _, data = s.post("/v1/compile?mode=backward", example("mlp"))
+    e = error_of(data)
+    check(status == 422 and e["path"] == "?mode" and "forward, train" in e["message"],
+          "unknown mode is 422 at ?mode", data)
+    no_train = example("decoder_50x256")
+    check("train" not in no_train, "decoder_50x256 has no train section")
+    for ep in ("compile", "run"):
+        status, _, data = s.post("/v1/%s?mode=train" % ep, no_train)
+        e = error_of(data)
+        check(status == 422 and e["path"] == "?mode" and 'no "train" section' in e["message"],
+              "%s: mode=train without a train section is 422 at ?mode" % ep, data)
+    status, _, data = s.post("/v1/compare", {"model": example("mlp"), "a": {}, "b": {"mode": "x"}})
+    e = error_of(data)
+    check(status == 422 and e["path"] == "/b/mode", "a compare variant's mode is checked", data)
+    status, _, data = s.post("/v1/compile?mode=train", {"hlo": "HloModule m\nENTRY e { ROOT c = f32[] constant(1) }"})
+    e = error_of(data)
+    check(status == 422 and e["path"] == "?mode", "mode=train on HLO text is 422", data)
+
+
+@test
 def too_many_in_flight_is_429(s):
     s2 = Server("--max-inflight", "1", "--workers", "1", *BIG_RUNS)
     try:
