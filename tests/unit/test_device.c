@@ -442,6 +442,21 @@ static void dot_matches_naive_loop_in_every_dimension_order(void **state)
         {"batch dim in the middle [M,B,K] . [K,B,N]", F32(3, 3, 2, 4),
          F32(3, 4, 2, 5), F32(3, 2, 3, 5), {1, 1, 1, 1, {1}, {2}, {1}, {0}},
          2, 3, 5, 4, {4, 8, 1}, {5, 10, 1}},
+        /* Heads in place: [1,S,H,D] operands, batch (0,2), no copies. */
+        {"scores [1,S,H,D] . [1,S,H,D]^T", F32(4, 1, 6, 3, 4),
+         F32(4, 1, 5, 3, 4), F32(4, 1, 3, 6, 5),
+         {2, 1, 2, 1, {0, 2}, {3}, {0, 2}, {3}}, 3, 6, 5, 4, {4, 12, 1},
+         {4, 1, 12}},
+        {"probs [1,H,S,S] . values [1,S,H,D]", F32(4, 1, 3, 6, 5),
+         F32(4, 1, 5, 3, 4), F32(4, 1, 3, 6, 4),
+         {2, 1, 2, 1, {0, 1}, {3}, {0, 2}, {1}}, 3, 6, 4, 5, {30, 5, 1},
+         {4, 12, 1}},
+        {"gemv over a strided vector [K,B] . [B,K,N]", F32(2, 7, 3),
+         F32(3, 3, 7, 2), F32(2, 3, 2), {1, 1, 1, 1, {1}, {0}, {0}, {1}}, 3,
+         1, 2, 7, {1, 0, 3}, {14, 2, 1}},
+        {"batch last, interleaved [M,K,B] . [K,N,B] (copied)", F32(3, 4, 5, 2),
+         F32(3, 5, 3, 2), F32(3, 2, 4, 3), {1, 1, 1, 1, {2}, {1}, {2}, {0}},
+         2, 4, 3, 5, {1, 10, 2}, {1, 6, 2}},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         dot_case *dc = &cases[t];

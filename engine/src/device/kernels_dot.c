@@ -2,11 +2,15 @@
  * kernels_dot.c - dot with any batch and contracting dimensions on OpenBLAS.
  *
  * The result of a dot is laid out [batch..., lhs free..., rhs free...], i.e.
- * [B, M, N] row-major. An operand whose dimensions already read, in memory
- * order, as [batch, M, K] or [batch, K, M] (lhs; [batch, K, N] or [batch, N,
- * K] for rhs) goes to cblas_sgemm as is, with CblasTrans for the second
- * form: x[M,K] . W[N,K]^T, the linear layer, never copies. Only other
- * orders are transposed into the canonical form first.
+ * [B, M, N] row-major. Each operand is read in place as a strided matrix
+ * per batch element: its outer dimensions (M for lhs, K for rhs) and its
+ * inner ones (K, N) must each merge into one strided dimension, one of the
+ * two with unit stride; the other stride is the leading dimension
+ * (CblasTrans when the outer one has unit stride). The batch dimensions
+ * may sit anywhere and only move the matrix's start. So x[M,K] . W[N,K]^T,
+ * the linear layer, and the attention dots over [B, S, H, D] heads never
+ * copy; only operands whose free or contracting dimensions interleave are
+ * transposed into the canonical form first.
  */
 #include <cblas.h>
 #include <stdlib.h>
@@ -16,7 +20,9 @@
 
 typedef struct operand_view {
     const float *data;
-    bool trans;   /* stored as [B, inner, outer] instead of [B, outer, inner] */
+    bool trans;   /* outer dimension has unit stride: [inner, outer] */
+    int64_t ld;   /* stride of the non-unit-stride dimension */
+    int64_t batch_strides[HS_MAX_RANK]; /* per batch dimension, in order */
     float *owned; /* canonical copy when the order needed one */
 } operand_view;
 
@@ -28,49 +34,59 @@ static bool contains(const int64_t *v, int n, int64_t d)
     return false;
 }
 
-/* True when the non-unit dimensions of s, in memory order, are exactly
- * the non-unit ones of the sequence a ++ b ++ c. */
-static bool reads_as(const hs_shape *s, const int64_t *a, int na,
-                     const int64_t *b, int nb, const int64_t *c, int nc)
+/* Merges dimensions dims[0..n) (in that order) of a row-major array with
+ * strides st into one: *size and *stride; false when they are not one
+ * strided line. Unit dimensions are skipped; none at all is size 1. */
+static bool merge_dims(const hs_shape *s, const int64_t *st,
+                       const int64_t *dims, int n, int64_t *size,
+                       int64_t *stride)
 {
-    int64_t seq[3 * HS_MAX_RANK];
-    int n = 0;
-    for (int i = 0; i < na; i++)
-        seq[n++] = a[i];
-    for (int i = 0; i < nb; i++)
-        seq[n++] = b[i];
-    for (int i = 0; i < nc; i++)
-        seq[n++] = c[i];
-    int j = 0;
-    for (int i = 0; i < s->rank; i++) {
-        if (s->dims[i] == 1)
+    *size = 1;
+    *stride = 0;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        int64_t d = dims[i], len = s->dims[d];
+        if (len == 1)
             continue;
-        while (j < n && s->dims[seq[j]] == 1)
-            j++;
-        if (j == n || seq[j] != i)
+        if (any && *stride != st[d] * len)
             return false;
-        j++;
+        *size *= len;
+        *stride = st[d];
+        any = true;
     }
-    while (j < n && s->dims[seq[j]] == 1)
-        j++;
-    return j == n;
+    return true;
 }
 
-/* batch/outer/inner: dimension lists of the operand. Picks the layout
- * that needs no copy, else transposes to [batch, outer, inner]. */
+/* batch/outer/inner: dimension lists of the operand. Picks a strided
+ * view that needs no copy, else transposes to [batch, outer, inner]. */
 static bool view_operand(const dev_val *v, const int64_t *batch, int nb,
                          const int64_t *outer, int no, const int64_t *inner,
                          int ni, operand_view *out)
 {
     const hs_shape *s = v->shape;
+    int64_t st[HS_MAX_RANK];
+    dev_row_major_strides(s->dims, s->rank, st);
     out->data = v->block->data;
     out->owned = NULL;
     out->trans = false;
-    if (reads_as(s, batch, nb, outer, no, inner, ni))
-        return true;
-    if (reads_as(s, batch, nb, inner, ni, outer, no)) {
-        out->trans = true;
-        return true;
+    int64_t os, ostr, is, istr;
+    if (merge_dims(s, st, outer, no, &os, &ostr) &&
+        merge_dims(s, st, inner, ni, &is, &istr)) {
+        for (int i = 0; i < nb; i++)
+            out->batch_strides[i] = st[batch[i]];
+        if (is == 1 || istr == 1) {
+            /* [outer, inner] rows of ld >= inner elements. */
+            out->ld = os == 1 ? (is > 1 ? is : 1) : ostr;
+            if (out->ld >= is)
+                return true;
+        }
+        if (os == 1 || ostr == 1) {
+            out->trans = true;
+            out->ld = is == 1 ? (os > 1 ? os : 1) : istr;
+            if (out->ld >= os)
+                return true;
+        }
+        out->trans = false;
     }
     int64_t perm[HS_MAX_RANK];
     int n = 0;
@@ -87,6 +103,18 @@ static bool view_operand(const dev_val *v, const int64_t *batch, int nb,
         return false;
     dev_transpose(out->owned, v->block->data, s->dims, s->rank, perm, 4);
     out->data = out->owned;
+    /* [batch..., outer, inner] row-major. */
+    int64_t os2 = 1, is2 = 1;
+    for (int i = 0; i < no; i++)
+        os2 *= s->dims[outer[i]];
+    for (int i = 0; i < ni; i++)
+        is2 *= s->dims[inner[i]];
+    int64_t step = os2 * is2;
+    for (int i = nb - 1; i >= 0; i--) {
+        out->batch_strides[i] = step;
+        step *= s->dims[batch[i]];
+    }
+    out->ld = is2 > 1 ? is2 : 1;
     return true;
 }
 
@@ -142,22 +170,37 @@ hs_status dev_k_dot(dev_ctx *x, const dev_step *s, dev_val **f,
         dev_release(x, v);
         return dev_oom(x);
     }
+    int nb = d->n_lhs_batch;
+    int64_t idx[HS_MAX_RANK] = {0}, aoff = 0, boff = 0;
     for (int64_t k = 0; k < B; k++) {
-        const float *ap = a.data + k * M * K, *bp = b.data + k * K * N;
+        const float *ap = a.data + aoff, *bp = b.data + boff;
         float *cp = c + k * M * N;
         if (M == 1) {
-            /* A row vector times a matrix: gemv, as eager frameworks do. */
+            /* A row vector times a matrix: gemv, as eager frameworks do.
+             * The vector's elements are ld apart when stored as a column. */
+            int inc = a.trans ? (int)a.ld : 1;
             if (b.trans)
                 cblas_sgemv(CblasRowMajor, CblasNoTrans, (int)N, (int)K, 1.0f,
-                            bp, (int)K, ap, 1, 0.0f, cp, 1);
+                            bp, (int)b.ld, ap, inc, 0.0f, cp, 1);
             else
                 cblas_sgemv(CblasRowMajor, CblasTrans, (int)K, (int)N, 1.0f,
-                            bp, (int)N, ap, 1, 0.0f, cp, 1);
+                            bp, (int)b.ld, ap, inc, 0.0f, cp, 1);
         } else {
             cblas_sgemm(CblasRowMajor, a.trans ? CblasTrans : CblasNoTrans,
                         b.trans ? CblasTrans : CblasNoTrans, (int)M, (int)N,
-                        (int)K, 1.0f, ap, a.trans ? (int)M : (int)K, bp,
-                        b.trans ? (int)K : (int)N, 0.0f, cp, (int)N);
+                        (int)K, 1.0f, ap, (int)a.ld, bp, (int)b.ld, 0.0f, cp,
+                        (int)N);
+        }
+        /* Next batch element: odometer over the batch dimensions. */
+        for (int i = nb - 1; i >= 0; i--) {
+            int64_t len = ls->dims[d->lhs_batch[i]];
+            aoff += a.batch_strides[i];
+            boff += b.batch_strides[i];
+            if (++idx[i] < len)
+                break;
+            aoff -= len * a.batch_strides[i];
+            boff -= len * b.batch_strides[i];
+            idx[i] = 0;
         }
     }
     free(a.owned);
