@@ -20,13 +20,31 @@ const MODES = {
   residuals: { a: { residuals: 'save' }, b: { residuals: 'offload' }, la: 'residuals: save', lb: 'residuals: offload' },
   stage: { la: 'traced', lb: 'optimized' },
 };
+// The current mode, with the residuals compare's B side (#res-b) filled in.
+function modeSpec() {
+  if (state.mode !== 'residuals') return MODES[state.mode];
+  const rb = state.rb || 'offload';
+  return { a: { residuals: 'save' }, b: { residuals: rb }, la: 'residuals: save', lb: `residuals: ${rb}` };
+}
+// Residuals exist only in a differentiated step: a model with a "train"
+// section compares its training step (?mode=train).
+function hasTrain(text) {
+  try { const m = JSON.parse(text); return !!(m && typeof m === 'object' && m.train); } catch { return false; }
+}
+// A pane's label: a training step says so, with its residual policy.
+function labelOf(side, S) {
+  if (S && S.mode === 'train') return `train step · residuals: ${S.residuals}`;
+  if (side === 'a' && view.failA) return `train step · residuals: ${view.failA.residuals}`;
+  return modeSpec()[`l${side}`];
+}
 
 // ---- state and URL ---------------------------------------------------------
 export const state = {
   mode: 'loop', a: '', b: '', stage: 'optimized', expand: '', computation: '',
-  tab: 'compare', sel: '', side: 'a', q: '', ex: '', grun: '', gfe: '', gsteps: '',
+  tab: 'compare', sel: '', side: 'a', q: '', ex: '', grun: '', gfe: '', gsteps: '', rb: '',
 };
-const view = { summaries: {}, ratios: null, diffCounts: null, goodput: {} };
+// failA: the training step of side A did not fit ({error, residuals}); B shows.
+const view = { summaries: {}, ratios: null, diffCounts: null, goodput: {}, failA: null };
 
 function readHash() {
   const h = new URLSearchParams(location.hash.replace(/^#/, ''));
@@ -130,19 +148,25 @@ export function showError(err, { lineOffset = 0, ...ctx } = {}) {
 
 function showOom(e, ctx = {}) {
   setTab('compare');
+  const el = $('#oom');
+  renderOom(el, e, 'Out of device memory');
+  for (const s of ['#summary', '#panes', '#graph-tools', '#empty', '#details']) $(s).classList.add('hidden');
+  if (ctx.text != null) largestAtPeak(el, e, ctx);
+}
+
+function renderOom(el, e, title) {
   const msg = e.message;
   const used = /Used ([\d.]+\w?) of ([\d.]+\w?) (\w+)/.exec(msg);
+  const stacked = /Training step: ([^\n]+)/.exec(msg);
   const rows = [...msg.matchAll(/\d+\. Size: ([^\n]+)\n\s+Operator: ([^\n]+)\n\s+Shape: ([^\n]+)/g)];
-  const el = $('#oom');
-  el.innerHTML = `<h2>Out of device memory</h2>
-    <p>${used ? `The program needs <b>${used[1]}</b> of ${used[3]} but the device has <b>${used[2]}</b>.` : esc(msg.split('\n')[0])}
+  el.innerHTML = `<h2 data-testid="oom-title">${esc(title)}</h2>
+    <p data-testid="oom-used">${used ? `The program needs <b>${used[1]}</b> of ${used[3]} but the device has <b>${used[2]}</b>.` : esc(msg.split('\n')[0])}
     Try <b>loop: scan</b>, <b>residuals: offload</b>, fewer layers, a smaller batch or a larger device.</p>
+    ${stacked ? `<p data-testid="oom-stacked">${esc(stacked[1])}</p>` : ''}
     ${rows.length ? `<table class="xla-rows"><thead><tr><th>#</th><th>size</th><th>operator</th><th>shape</th></tr></thead><tbody>${rows.map((r, k) =>
     `<tr><td>${k + 1}</td><td>${esc(r[1])}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td></tr>`).join('')}</tbody></table>` : ''}
     <details><summary>XLA's report</summary><pre>${esc(msg)}</pre></details>`;
   el.classList.remove('hidden');
-  for (const s of ['#summary', '#panes', '#graph-tools', '#empty', '#details']) $(s).classList.add('hidden');
-  if (ctx.text != null) largestAtPeak(el, e, ctx);
 }
 
 // XLA's report lists few allocations: compile the same model for the largest
@@ -151,7 +175,7 @@ async function largestAtPeak(el, e, { text, ov }) {
   const big = (view.devices || []).slice().sort((x, y) => y.hbm_bytes - x.hbm_bytes)[0];
   if (!big) return;
   const variant = /^variant (a|b):/.exec(e.message);
-  const extra = variant && state.mode !== 'stage' ? MODES[state.mode][variant[1]] : {};
+  const extra = variant && state.mode !== 'stage' ? modeSpec()[variant[1]] : {};
   try {
     const r = await post(`/v1/compile${query({ ...ov, ...extra, device: big.name })}`, text);
     const mem = await get(`${results(r.id)}/memory.json`);
@@ -173,15 +197,22 @@ export async function compile() {
   editor.clearErrors();
   const text = editor.text;
   const ov = overrides();
-  return withProgress(state.mode === 'stage' ? 'Compiling…' : `Compiling ${MODES[state.mode].la} and ${MODES[state.mode].lb}…`, async () => {
+  const train = state.mode === 'residuals' && hasTrain(text);
+  const spec = modeSpec();
+  return withProgress(state.mode === 'stage' ? 'Compiling…' : `Compiling ${train ? 'the training step with ' : ''}${spec.la} and ${spec.lb}…`, async () => {
     try {
+      view.failA = null;
+      if (train) {
+        await compileTrainSteps(text, ov, spec);
+        return;
+      }
       if (state.mode === 'stage') {
         const r = await post(`/v1/compile${query(ov)}`, text);
         view.summaries = { [r.id]: r };
         view.ratios = null; view.diffCounts = null;
         Object.assign(state, { a: r.id, b: r.id });
       } else {
-        const m = MODES[state.mode];
+        const m = spec;
         const shared = { ...ov };
         for (const k of Object.keys(m.a)) delete shared[k];
         // The model text goes in verbatim on its own line: syntax errors keep
@@ -199,6 +230,28 @@ export async function compile() {
       showError(e, { lineOffset: state.mode === 'stage' ? 0 : 1, text, ov });
     }
   });
+}
+
+// The training step with residuals saved (A) and per #res-b (B), as two
+// compiles: A may run out of device memory while B fits, and then the OOM
+// report shows above B's graph and memory timeline.
+async function compileTrainSteps(text, ov, spec) {
+  const shared = { ...ov, mode: 'train' };
+  delete shared.residuals;
+  const [ra, rb] = await Promise.allSettled([spec.a, spec.b].map((v) => post(`/v1/compile${query({ ...shared, ...v })}`, text)));
+  const oomA = ra.status === 'rejected' && ra.reason.code === 'out_of_memory';
+  if (rb.status === 'rejected' || (ra.status === 'rejected' && !oomA)) {
+    const e = ra.status === 'rejected' ? ra.reason : rb.reason;
+    showError(e, { text, ov: { ...shared, ...(ra.status === 'rejected' ? spec.a : spec.b) } });
+    return;
+  }
+  const A = oomA ? null : ra.value, B = rb.value;
+  view.summaries = A ? { [A.id]: A, [B.id]: B } : { [B.id]: B };
+  view.ratios = null; view.diffCounts = null;
+  view.failA = oomA ? { error: ra.reason, residuals: spec.a.residuals, ctx: { text, ov: { ...shared, ...spec.a } } } : null;
+  Object.assign(state, { a: A ? A.id : '', b: B.id, sel: '', expand: '', computation: '' });
+  writeHash();
+  await showResults();
 }
 
 async function run() {
@@ -272,7 +325,8 @@ const stageOf = (side) => (state.mode === 'stage' ? (side === 'a' ? 'traced' : '
 const summaryOf = async (id) => view.summaries[id] || (view.summaries[id] = await get(results(id)));
 
 export async function showResults() {
-  if (!state.a || !state.b) return;
+  const failA = view.failA;
+  if ((!state.a && !failA) || !state.b) return;
   $('#oom').classList.add('hidden');
   $('#empty').classList.add('hidden');
   for (const s of ['#summary', '#panes', '#graph-tools']) $(s).classList.remove('hidden');
@@ -281,11 +335,17 @@ export async function showResults() {
   $('#mode').value = state.mode;
   let A, B;
   try {
-    [A, B] = await Promise.all([summaryOf(state.a), summaryOf(state.b)]);
+    [A, B] = await Promise.all([failA ? null : summaryOf(state.a), summaryOf(state.b)]);
   } catch (e) { showError(e); return; }
-  const m = MODES[state.mode];
-  $('#pane-a .pane-title').innerHTML = `A · ${esc(m.la)} <span class="tag">${esc(A.module)} · ${esc(stageOf('a'))} · ${esc(A.device)}</span>`;
-  $('#pane-b .pane-title').innerHTML = `B · ${esc(m.lb)} <span class="tag">${esc(B.module)} · ${esc(stageOf('b'))} · ${esc(B.device)}</span>`;
+  $('#pane-a .pane-title').innerHTML = A ? `A · ${esc(labelOf('a', A))} <span class="tag">${esc(A.module)} · ${esc(stageOf('a'))} · ${esc(A.device)}</span>`
+    : `A · ${esc(labelOf('a'))} <span class="tag bad-tag">out of device memory</span>`;
+  $('#pane-b .pane-title').innerHTML = `B · ${esc(labelOf('b', B))} <span class="tag">${esc(B.module)} · ${esc(stageOf('b'))} · ${esc(B.device)}</span>`;
+  if (failA) {
+    const el = $('#oom');
+    renderOom(el, failA.error, `A · residuals ${failA.residuals}: the training step does not fit`);
+    el.classList.add('oom-side');
+    largestAtPeak(el, failA.error, failA.ctx);
+  } else $('#oom').classList.remove('oom-side');
   renderSummary(A, B);
   await loadGraphs();
   loadTimelines();
@@ -297,13 +357,17 @@ async function loadGraphs() {
   $('#details').classList.add('hidden');
   $('#panes').classList.remove('with-details');
   await Promise.all(['a', 'b'].map(async (s) => {
+    if (s === 'a' && view.failA) {
+      panes.a.showMessage(`<b>out_of_memory</b>: the training step with residuals ${esc(view.failA.residuals)} does not fit the device (the report is above); B fits.`);
+      return;
+    }
     try {
       await panes[s].load({ id: state[s], stage: stageOf(s), expand: state.expand, computation: state.computation });
     } catch (e) {
       panes[s].showMessage(`<b>${esc(e.code || 'error')}</b>: ${esc(e.message)}`);
     }
   }));
-  markDiff();
+  if (!view.failA) markDiff();
   if (state.q) { $('#search').value = state.q; search(state.q); }
   if (state.sel) selectNode(state.side || 'a', state.sel, { focus: true });
 }
@@ -322,6 +386,7 @@ function markDiff() {
 function renderSummary(A, B) {
   const r = view.ratios || {};
   const cards = [];
+  if (!A) { renderFitSummary(B); return; }
   const card = (label, a, b, fmt, key, apiKey) => {
     const q = apiKey && r[apiKey] != null ? r[apiKey] : (a ? b / a : null);
     const cls = q == null || Math.abs(q - 1) < 0.005 ? '' : q < 1 ? 'better' : 'worse';
@@ -343,6 +408,11 @@ function renderSummary(A, B) {
     card('peak device memory', A.memory.peak_device_bytes, B.memory.peak_device_bytes, bytes, 'peak_device_bytes', 'peak_device_bytes');
     card('peak host memory', A.memory.peak_host_bytes, B.memory.peak_host_bytes, bytes, 'peak_host_bytes');
   }
+  const ra = A.train_step && A.train_step.residuals, rb = B.train_step && B.train_step.residuals;
+  if (ra && rb) {
+    card('residuals on device', ra.device_bytes, rb.device_bytes, bytes, 'residual_device_bytes');
+    card('residuals on host', ra.host_bytes, rb.host_bytes, bytes, 'residual_host_bytes');
+  }
   const dc = view.diffCounts;
   $('#summary').innerHTML = `<div class="cards">${cards.join('')}</div>
     <div class="summary-line"><span>compile time per pass — A: <span class="passes" data-side="a">…</span>${state.a === state.b ? '' : ` · B: <span class="passes" data-side="b">…</span>`}</span>` +
@@ -357,9 +427,27 @@ function renderSummary(A, B) {
   }
 }
 
+// A's training step did not fit: what B needs, against the device.
+function renderFitSummary(B) {
+  const used = /Used ([\d.]+\w?) of ([\d.]+\w?)/.exec(view.failA.error.message) || [];
+  const res = (B.train_step && B.train_step.residuals) || {};
+  const cap = B.memory.capacity ? B.memory.capacity.device_bytes : 0;
+  const c = (label, va, vb, key, cls = '') => `<div class="card ${cls}" data-key="${key}"><div class="label">${label}</div>` +
+    `<div class="vals"><span class="va">${va}</span> → <span class="vb" data-testid="fit-${key}">${vb}</span></div></div>`;
+  $('#summary').innerHTML = `<div class="cards">
+    ${c('peak device memory', `${esc(used[1] || "?")} > ${esc(used[2] || "?")}`, bytes(B.memory.peak_device_bytes), 'peak_device_bytes', 'better')}
+    ${c('peak host memory', '–', bytes(B.memory.peak_host_bytes), 'peak_host_bytes')}
+    ${c('residuals on host', '–', bytes(res.host_bytes || 0), 'residual_host_bytes')}
+    ${c('instructions (optimized)', '–', int(B.instructions.optimized), 'instructions_optimized')}
+    </div><div class="summary-line" data-testid="fit-line"><span>A (residuals ${esc(view.failA.residuals)}) runs out of device memory; B (residuals ${esc(B.residuals)}) fits:
+    <b>${bytes(B.memory.peak_device_bytes)}</b> of ${bytes(cap)} on ${esc(B.device)}, <b>${bytes(res.host_bytes || 0)}</b> of residuals in host memory.</span></div>` +
+    (B.train_step && B.train_step.auto ? `<p class="muted" data-testid="auto-text">${esc(B.train_step.auto.text)}</p>` : '');
+}
+
 async function loadTimelines() {
   for (const s of ['a', 'b']) {
     timelines[s].clear('loading memory…');
+    if (s === 'a' && view.failA) { timelines.a.clear('A does not fit the device: no buffer assignment to draw (see the report above).'); continue; }
     if (state.mode === 'stage' && s === 'a') { timelines[s].clear('Buffer assignment runs on the optimized module: see B.'); continue; }
     try {
       const mem = await get(`${results(state[s])}/memory.json`);
@@ -400,7 +488,7 @@ async function selectNode(side, id, { focus = false } = {}) {
   const isLayer = n.opcode === 'layer';
   d.innerHTML = `<h3><span data-testid="details-name">${esc(n.name)}</span><button class="small" id="details-close">✕</button></h3>
     <dl>
-      <dt>pane</dt><dd>${side.toUpperCase()} · ${esc(MODES[state.mode][`l${side}`])} · ${esc(stageOf(side))}</dd>
+      <dt>pane</dt><dd>${side.toUpperCase()} · ${esc(labelOf(side, view.summaries[state[side]]))} · ${esc(stageOf(side))}</dd>
       <dt>opcode</dt><dd data-testid="details-opcode">${esc(n.opcode)} <span class="muted">(${esc(n.category)})</span></dd>
       ${n.shape ? `<dt>shape</dt><dd data-testid="details-shape">${esc(n.shape)}</dd>` : ''}
       <dt>bytes</dt><dd data-testid="details-bytes">${bytes(n.bytes)} <span class="muted">(${int(n.bytes)})</span></dd>
@@ -485,7 +573,7 @@ function setTab(tab) {
 async function showHlo() {
   if (!state.a) return;
   const sa = stageOf('a'), sb = stageOf('b');
-  $('#hlo-title').textContent = `A (${MODES[state.mode].la}, ${sa}) → B (${MODES[state.mode].lb}, ${sb})`;
+  $('#hlo-title').textContent = `A (${labelOf('a', view.summaries[state.a])}, ${sa}) → B (${labelOf('b', view.summaries[state.b])}, ${sb})`;
   try {
     const [ta, tb] = await Promise.all([get(`${results(state.a)}/hlo?stage=${sa}`, { text: true }), get(`${results(state.b)}/hlo?stage=${sb}`, { text: true })]);
     renderHloDiff($('#hlo-diff'), ta, tb, $('#hlo-only-changes').checked);
@@ -495,7 +583,7 @@ async function showMetrics() {
   if (!state.a) return;
   try {
     const [ma, mb, A, B] = await Promise.all([get(`${results(state.a)}/metrics`), get(`${results(state.b)}/metrics`), summaryOf(state.a), summaryOf(state.b)]);
-    renderMetrics($('#metrics'), { ma, mb, A, B, la: MODES[state.mode].la, lb: MODES[state.mode].lb, same: state.a === state.b });
+    renderMetrics($('#metrics'), { ma, mb, A, B, la: labelOf('a', A), lb: labelOf('b', B), same: state.a === state.b });
   } catch (e) { $('#metrics').textContent = e.message; }
 }
 
@@ -509,7 +597,11 @@ async function main() {
   $('#run-btn').onclick = run;
   $('#example').onchange = (e) => e.target.value && pickExample(e.target.value);
   $('#layers').onchange = (e) => { const n = parseInt(e.target.value, 10); if (n >= 1) editor.setRepeat(n); };
-  $('#mode').onchange = (e) => { state.mode = e.target.value; writeHash(); if (state.a) compile(); };
+  const showResB = () => $('#res-b').classList.toggle('hidden', state.mode !== 'residuals');
+  $('#res-b').value = state.rb || 'offload';
+  showResB();
+  $('#mode').onchange = (e) => { state.mode = e.target.value; showResB(); writeHash(); if (state.a || view.failA) compile(); };
+  $('#res-b').onchange = (e) => { state.rb = e.target.value === 'offload' ? '' : e.target.value; writeHash(); if (state.a || view.failA) compile(); };
   $('#stage').onchange = (e) => { state.stage = e.target.value; state.sel = ''; writeHash(); showResults(); };
   $('#collapse-all').onclick = () => { state.expand = ''; state.computation = ''; state.sel = ''; writeHash(); loadGraphs(); };
   $('#fit-btn').onclick = () => { for (const s of ['a', 'b']) if (panes[s].pz) { panes[s].pz.fit(); panes[s].pz.center(); panes[s].home = { pan: panes[s].pz.getPan(), zoom: panes[s].pz.getZoom() }; } };
@@ -530,7 +622,7 @@ async function main() {
   $('#gp-steps').onchange = () => { if (state.grun) measureGoodput(); };
   $('#tour-btn').onclick = () => startTour({
     pickExample, compile, setTab, measureGoodput, state, view,
-    setMode: (m) => { state.mode = m; $('#mode').value = m; },
+    setMode: (m, rb) => { state.mode = m; $('#mode').value = m; if (rb != null) { state.rb = rb === 'offload' ? '' : rb; $('#res-b').value = rb; } showResB(); },
     setGoodput: ({ loop, frontend, steps }) => {
       if (loop != null) $('#loop').value = loop;
       if (frontend != null) $('#gp-frontend').value = frontend;

@@ -1,5 +1,6 @@
 // Guided tour for teaching (driver.js): the seed example, compiled unrolled
-// and scanned, then with residuals saved and offloaded, then tracing_bound's
+// and scanned, then train_offload's training step with residuals saved (out
+// of memory on its 64 MiB device) and offloaded (fits), then tracing_bound's
 // steps behind a lazy-tensor frontend unrolled (tracing-bound) and scanned
 // (recovered); every step quotes the figure just measured.
 import { driver } from 'driver.js';
@@ -59,7 +60,11 @@ export function startTour(app) {
             return `Peak device memory: unrolled <b>${bytes(a.memory.peak_device_bytes)}</b>, scan <b>${bytes(b.memory.peak_device_bytes)}</b>. ` +
               'The weights are there either way (stacked into one [64, …] tensor for scan). Hover a buffer to find its instruction.';
           }),
-          onNextClick: runThen(async () => { app.setMode('residuals'); await app.compile(); }),
+          onNextClick: runThen(async () => {
+            await app.pickExample('train_offload');
+            app.setMode('residuals', 'offload');
+            await app.compile();
+          }),
         },
       },
       {
@@ -68,11 +73,22 @@ export function startTour(app) {
           title: '5 · Host offloading',
           description: 'measuring…',
           onPopoverRender: fill(() => {
-            const [a, b] = S();
-            if (!a || !b) return '';
-            const same = a.memory.peak_device_bytes === b.memory.peak_device_bytes;
-            return `Residuals saved on the device: peak <b>${bytes(a.memory.peak_device_bytes)}</b>; offloaded to host: <b>${bytes(b.memory.peak_device_bytes)}</b> on the device and <b>${bytes(b.memory.peak_host_bytes)}</b> on the host.` +
-              (same ? ' <i>Measured: no difference for this forward-only compile — residuals exist only when the step is differentiated.</i>' : '');
+            const b = app.view.summaries[app.state.b];
+            const failA = app.view.failA;
+            if (!b) return 'Compile first.';
+            const res = (b.train_step && b.train_step.residuals) || {};
+            const fits = `With <b>residuals: offload</b> the step fits: <b>${bytes(b.memory.peak_device_bytes)}</b> on the device ` +
+              `and <b>${bytes(res.host_bytes || 0)}</b> of residuals in host memory (host peak ${bytes(b.memory.peak_host_bytes)}); B's timeline shows the host buffers.`;
+            const intro = '<b>train_offload</b>: 13 scanned decoder layers, compiled as a <b>training step</b> (forward, backward and SGD update: <code>mode=train</code>) on the 64 MiB <b>teach-64m</b>. ' +
+              'The backward pass reads what the forward pass saved: the <b>residuals</b>, stacked over the 13 layers. ';
+            if (failA) {
+              const m = failA.error.message;
+              const used = /Used ([\d.]+\w?) of ([\d.]+\w?)/.exec(m);
+              const st = /stack ([\d.]+\w?) of residuals on the device/.exec(m);
+              return intro + `Saved on the device they ${st ? `take <b>${st[1]}</b> and ` : ''}the step <b>runs out of memory</b>: it needs <b>${used ? used[1] : '?'}</b> of ${used ? used[2] : '?'}. ` + fits;
+            }
+            const a = app.view.summaries[app.state.a];
+            return intro + (a ? `Saved on the device: peak <b>${bytes(a.memory.peak_device_bytes)}</b>. ` : '') + fits;
           }),
         },
       },

@@ -227,6 +227,56 @@ async function main() {
   await shot(page, 'out-of-memory');
   await page.selectOption('#device', '');
 
+  // 10b. The training step (?mode=train) of train_offload on its 64 MiB device:
+  // residuals saved run out of memory (A), offloaded fit (B: graph + timeline).
+  await page.selectOption('#example', 'train_offload');
+  await page.waitForFunction(() => window.hloscope.editor.text.includes('train-offload'));
+  await page.selectOption('#mode', 'residuals');
+  await page.waitForSelector('#res-b:not(.hidden)');
+  if (!(await page.evaluate(() => window.hloscope.state.b && window.hloscope.view.failA))) {
+    await compiled(page);
+    await page.click('#compile-btn');
+  }
+  await page.waitForFunction(() => window.hloscope.view.failA && window.hloscope.state.b, null, { timeout: 60000 });
+  await compiled(page);
+  const trainModel = await (await fetch(`${base}/v1/examples/train_offload`)).text();
+  const saveReply = await fetch(`${base}/v1/compile?mode=train&residuals=save`, { method: 'POST', body: trainModel });
+  assert.equal(saveReply.status, 422, 'save: the training step is out of memory');
+  const saveErr = (await saveReply.json()).error;
+  const usedApi = /Used ([\d.]+\w?) of ([\d.]+\w?)/.exec(saveErr.message);
+  const offload = await (await fetch(`${base}/v1/compile?mode=train&residuals=offload`, { method: 'POST', body: trainModel })).json();
+  assert.equal(await page.evaluate(() => window.hloscope.state.b), offload.id, 'B is the offloaded training step');
+  await page.waitForSelector('#oom:not(.hidden) [data-testid="oom-stacked"]');
+  assert.match(await page.textContent('[data-testid="oom-title"]'), /residuals save: the training step does not fit/);
+  assert.ok((await page.textContent('[data-testid="oom-used"]')).includes(`needs ${usedApi[1]} of hbm but the device has ${usedApi[2]}`), 'OOM figures are the API\'s');
+  assert.match(await page.textContent('[data-testid="oom-stacked"]'), /stack [\d.]+M of residuals on the device/);
+  await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000 });
+  await page.waitForSelector('#pane-b .graph svg g.node');
+  await page.waitForSelector('#pane-b [data-testid="peak-host"]');
+  assert.match(await page.textContent('#pane-a .graph'), /out_of_memory/);
+  assert.match(await page.textContent('#pane-b .pane-title'), /train step · residuals: offload/);
+  const fitLine = await page.textContent('[data-testid="fit-line"]');
+  assert.match(fitLine, /runs out of device memory; B \(residuals offload\) fits/);
+  assert.ok(offload.train_step.residuals.host_bytes > 0 && offload.memory.peak_device_bytes < offload.memory.capacity.device_bytes, 'offload fits, residuals on the host');
+  const shownB = await page.evaluate(() => window.hloscope.view.summaries[window.hloscope.state.b].memory);
+  assert.deepEqual(shownB, offload.memory, 'B shows the API\'s memory');
+  log(`train_offload: save needs ${usedApi[1]} of ${usedApi[2]}; offload peak ${offload.memory.peak_device_bytes}, host ${offload.train_step.residuals.host_bytes}`);
+  await page.waitForTimeout(300);
+  await shot(page, 'train-step-save-oom-vs-offload');
+  // B: remat_offload fits too, both sides compile: the usual compare view.
+  await page.selectOption('#res-b', 'remat_offload');
+  await page.waitForFunction(() => window.hloscope.view.summaries[window.hloscope.state.b]?.residuals === 'remat_offload', null, { timeout: 60000 });
+  await compiled(page);
+  await page.waitForSelector('#pane-b [data-testid="peak-host"]');
+  assert.ok(await page.evaluate(() => window.hloscope.view.failA && !window.hloscope.state.a), 'A still does not fit');
+  await shot(page, 'train-step-save-oom-vs-remat-offload');
+  await page.selectOption('#res-b', 'offload');
+  await compiled(page);
+  await page.selectOption('#example', 'decoder_50x256');
+  await page.waitForFunction(() => window.hloscope.editor.text.includes('decoder-50x256'));
+  await page.selectOption('#mode', 'loop');
+  await compiled(page);
+
   // 11. A 64-layer unrolled decoder stays responsive (collapsed views).
   await page.fill('#layers', '64');
   await page.dispatchEvent('#layers', 'change');
@@ -314,7 +364,18 @@ async function main() {
     await page.click('.driver-popover-next-btn');
     await page.waitForFunction((k) => document.querySelector('.driver-popover-title')?.textContent.startsWith(`${k} `), n, { timeout });
   };
-  for (const n of [3, 4, 5, 6, 7]) await tourTo(n);
+  for (const n of [3, 4]) await tourTo(n);
+  // 5: train_offload's training step, saved (out of memory) vs offloaded.
+  await tourTo(5, 120000);
+  await compiled(page);
+  await page.waitForFunction(() => !/measuring|Compile first/.test(document.querySelector('.driver-popover-description')?.textContent || ''));
+  const tour5 = await page.textContent('.driver-popover-description');
+  assert.ok(tour5.includes(`runs out of memory: it needs ${usedApi[1]} of ${usedApi[2]}`), `tour 5 quotes the OOM: ${tour5}`);
+  assert.match(tour5, /the step fits/);
+  await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000 });
+  await page.waitForTimeout(600);
+  await shot(page, 'tour-host-offloading');
+  for (const n of [6, 7]) await tourTo(n);
   await tourTo(8, 120000);
   await compiled(page);
   assert.match(await page.textContent('.driver-popover-description'), new RegExp(`Goodput ${(100 * gU.summary.goodput).toFixed(1)}%.*host-bound`));
