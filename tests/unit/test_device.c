@@ -125,6 +125,14 @@ static int64_t f32_order(float f)
     return i < 0 ? -(int64_t)(i & 0x7fffffff) : i;
 }
 
+#ifdef HS_VMATH_AVX2
+__attribute__((target("avx2"))) static void exp_avx2(const float *a,
+                                                     float *y, int64_t n)
+{
+    HS_VMAP8(hs_vexpf8, hs_vexpf, a, y, n);
+}
+#endif
+
 static void device_exp_is_within_one_ulp(void **state)
 {
     (void)state;
@@ -137,6 +145,13 @@ static void device_exp_is_within_one_ulp(void **state)
             memcpy(&in[i], &b, sizeof b);
         }
         HS_VMAP(hs_vexpf, in, out, N);
+#ifdef HS_VMATH_AVX2
+        if (__builtin_cpu_supports("avx2")) {
+            static float out8[N];
+            exp_avx2(in, out8, N);
+            assert_memory_equal(out8, out, sizeof out);
+        }
+#endif
         for (int i = 0; i < N; i++) {
             float x = in[i], want = (float)exp((double)x);
             if (isnan(x)) {

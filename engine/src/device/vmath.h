@@ -1,6 +1,7 @@
 /*
  * vmath.h - f32 exp written on GCC vector types so that it vectorises at
- * any -march (4 lanes, an SSE register at the x86-64 baseline).
+ * any -march (4 lanes, an SSE register at the x86-64 baseline; 8 with
+ * AVX2, picked at run time).
  *
  * One definition serves arrays and scalars: a scalar goes through lane 0 of
  * the same vector code, so an element has the same value whether it is
@@ -23,60 +24,73 @@
 #include <string.h>
 
 /* Four lanes: one SSE register at the baseline (wider GCC vectors would
- * be split, and their compares scalarised, without -mavx). */
+ * be split, and their compares scalarised, without -mavx). Eight lanes
+ * (hs_v8f) only inside functions built for AVX2, chosen at run time by
+ * vmath.c; both widths run the same operations per lane, so they give
+ * the same bits. */
 typedef float hs_v4f __attribute__((vector_size(16)));
 typedef int32_t hs_v4i __attribute__((vector_size(16)));
+typedef float hs_v8f __attribute__((vector_size(32)));
+typedef int32_t hs_v8i __attribute__((vector_size(32)));
 
 #define HS_VSPLAT(c) {c, c, c, c}
+#define HS_VSPLAT8(c) {c, c, c, c, c, c, c, c}
 
-static inline __attribute__((always_inline)) hs_v4f hs_vsel(hs_v4i m,
-                                                             hs_v4f a,
-                                                             hs_v4f b)
-{
-    return (hs_v4f)(((hs_v4i)a & m) | ((hs_v4i)b & ~m));
-}
+#define HS_DEFINE_VMATH(SFX, VF, VI, SPLAT, ATTR)                          \
+    static inline __attribute__((always_inline)) ATTR VF hs_vsel##SFX(    \
+        VI m, VF a, VF b)                                                  \
+    {                                                                      \
+        return (VF)(((VI)a & m) | ((VI)b & ~m));                           \
+    }                                                                      \
+                                                                           \
+    static inline __attribute__((always_inline)) ATTR VF hs_vexpf##SFX(   \
+        VF x)                                                              \
+    {                                                                      \
+        const VF lo = SPLAT(-104.0f), hi = SPLAT(89.0f);                   \
+        const VF log2e = SPLAT(1.44269502163f);                            \
+        const VF shifter = SPLAT(12582912.0f); /* 1.5 * 2^23 */            \
+        const VF ln2_hi = SPLAT(0.693145751953125f); /* 16 bits */         \
+        const VF ln2_lo = SPLAT(1.42860682030941723212e-6f);               \
+        const VF c2 = SPLAT(0.49999993451708435f),                         \
+                 c3 = SPLAT(0.1666652068983302f),                          \
+                 c4 = SPLAT(0.04166838736126115f),                         \
+                 c5 = SPLAT(0.008368709824171195f),                        \
+                 c6 = SPLAT(0.0013814613260779772f), one = SPLAT(1.0f);    \
+        /* Clamped so that n stays in [-150, 129]; NaN fails both          \
+         * compares and stays NaN. */                                      \
+        x = hs_vsel##SFX(x < lo, lo, x);                                   \
+        x = hs_vsel##SFX(x > hi, hi, x);                                   \
+        VF t = x * log2e + shifter; /* round to nearest integer */         \
+        VF n = t - shifter;                                                \
+        VI ni = (VI)t - (VI)shifter;                                       \
+        VF r = x - n * ln2_hi;                                             \
+        r = r - n * ln2_lo;                                                \
+        VF q = c6;                                                         \
+        q = q * r + c5;                                                    \
+        q = q * r + c4;                                                    \
+        q = q * r + c3;                                                    \
+        q = q * r + c2;                                                    \
+        VF p = one + (r + (r * r) * q);                                    \
+        /* 2^n = 2^n1 * 2^n2, both factors normal. */                      \
+        VI n1 = ni >> 1, n2 = ni - n1;                                     \
+        const VI bias = SPLAT(127);                                        \
+        VF s1 = (VF)((n1 + bias) << 23), s2 = (VF)((n2 + bias) << 23);     \
+        return (p * s1) * s2;                                              \
+    }                                                                      \
+                                                                           \
+    /* 1 / (1 + e^-x), the logistic op. */                                 \
+    static inline __attribute__((always_inline)) ATTR VF hs_vlogistic##SFX( \
+        VF x)                                                              \
+    {                                                                      \
+        const VF one = SPLAT(1.0f);                                        \
+        return one / (one + hs_vexpf##SFX(-x));                            \
+    }
 
-static inline __attribute__((always_inline)) hs_v4f hs_vexpf(hs_v4f x)
-{
-    const hs_v4f lo = HS_VSPLAT(-104.0f), hi = HS_VSPLAT(89.0f);
-    const hs_v4f log2e = HS_VSPLAT(1.44269502163f);
-    const hs_v4f shifter = HS_VSPLAT(12582912.0f); /* 1.5 * 2^23 */
-    const hs_v4f ln2_hi = HS_VSPLAT(0.693145751953125f); /* 16 bits */
-    const hs_v4f ln2_lo = HS_VSPLAT(1.42860682030941723212e-6f);
-    const hs_v4f c2 = HS_VSPLAT(0.49999993451708435f),
-                 c3 = HS_VSPLAT(0.1666652068983302f),
-                 c4 = HS_VSPLAT(0.04166838736126115f),
-                 c5 = HS_VSPLAT(0.008368709824171195f),
-                 c6 = HS_VSPLAT(0.0013814613260779772f),
-                 one = HS_VSPLAT(1.0f);
-    /* Clamped so that n stays in [-150, 129]; NaN fails both compares
-     * and stays NaN. */
-    x = hs_vsel(x < lo, lo, x);
-    x = hs_vsel(x > hi, hi, x);
-    hs_v4f t = x * log2e + shifter; /* round to nearest integer */
-    hs_v4f n = t - shifter;
-    hs_v4i ni = (hs_v4i)t - (hs_v4i)shifter;
-    hs_v4f r = x - n * ln2_hi;
-    r = r - n * ln2_lo;
-    hs_v4f q = c6;
-    q = q * r + c5;
-    q = q * r + c4;
-    q = q * r + c3;
-    q = q * r + c2;
-    hs_v4f p = one + (r + (r * r) * q);
-    /* 2^n = 2^n1 * 2^n2, both factors normal. */
-    hs_v4i n1 = ni >> 1, n2 = ni - n1;
-    const hs_v4i bias = HS_VSPLAT(127);
-    hs_v4f s1 = (hs_v4f)((n1 + bias) << 23), s2 = (hs_v4f)((n2 + bias) << 23);
-    return (p * s1) * s2;
-}
-
-/* 1 / (1 + e^-x), the logistic op. */
-static inline __attribute__((always_inline)) hs_v4f hs_vlogistic(hs_v4f x)
-{
-    const hs_v4f one = HS_VSPLAT(1.0f);
-    return one / (one + hs_vexpf(-x));
-}
+HS_DEFINE_VMATH(, hs_v4f, hs_v4i, HS_VSPLAT, )
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HS_VMATH_AVX2 1
+HS_DEFINE_VMATH(8, hs_v8f, hs_v8i, HS_VSPLAT8, __attribute__((target("avx2"))))
+#endif
 
 static inline float hs_expf(float x)
 {
@@ -116,6 +130,20 @@ static inline float hs_logisticf(float x)
             v_ = F(v_);                                                    \
             memcpy((y) + i_, &v_, sizeof(float) * (size_t)(n_ - i_));      \
         }                                                                  \
+    } while (0)
+
+/* HS_VMAP with eight lanes (F8) for the blocks, F for what is left; only
+ * inside a function built for AVX2. */
+#define HS_VMAP8(F8, F, a, y, n)                                           \
+    do {                                                                   \
+        int64_t j_ = 0, m_ = (n);                                          \
+        for (; j_ + 8 <= m_; j_ += 8) {                                    \
+            hs_v8f w_;                                                     \
+            memcpy(&w_, (a) + j_, sizeof w_);                              \
+            w_ = F8(w_);                                                   \
+            memcpy((y) + j_, &w_, sizeof w_);                              \
+        }                                                                  \
+        HS_VMAP(F, (a) + j_, (y) + j_, m_ - j_);                           \
     } while (0)
 
 #endif
