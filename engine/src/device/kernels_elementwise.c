@@ -54,6 +54,14 @@ ELEM int64_t unary_int(hs_opcode op, int64_t v)
 
 /* ---- loops ------------------------------------------------------------ */
 
+/* The element loops are also built for AVX2 and picked at load time: the
+ * same IEEE operation per element at either width, so the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AVX2_CLONES
+#endif
+
 /* exp and logistic through device/vmath.h: eight lanes where the CPU has
  * AVX2, four otherwise, the same bits either way. */
 #ifdef HS_VMATH_AVX2
@@ -79,7 +87,7 @@ static bool have_avx2(void)
 }
 #endif
 
-static void exp_loop(const float *restrict a, float *restrict y, int64_t n)
+ELEM void exp_loop(const float *restrict a, float *restrict y, int64_t n)
 {
 #ifdef HS_VMATH_AVX2
     if (have_avx2()) {
@@ -90,7 +98,7 @@ static void exp_loop(const float *restrict a, float *restrict y, int64_t n)
     HS_VMAP(hs_vexpf, a, y, n);
 }
 
-static void logistic_loop(const float *restrict a, float *restrict y,
+ELEM void logistic_loop(const float *restrict a, float *restrict y,
                           int64_t n)
 {
 #ifdef HS_VMATH_AVX2
@@ -107,7 +115,7 @@ static void logistic_loop(const float *restrict a, float *restrict y,
         VLOOP(n, y[i] = (TY)FN(OP, (TA)a[i]));                             \
         break;
 
-static bool unary_f32_loop(hs_opcode op, const float *restrict a,
+ELEM bool unary_f32_loop(hs_opcode op, const float *restrict a,
                            float *restrict y, int64_t n)
 {
     switch (op) {
@@ -133,7 +141,7 @@ static bool unary_f32_loop(hs_opcode op, const float *restrict a,
 }
 
 #define DEFINE_UNARY_INT_LOOP(NAME, T)                                     \
-    static bool NAME(hs_opcode op, const T *restrict a, T *restrict y,     \
+    ELEM bool NAME(hs_opcode op, const T *restrict a, T *restrict y,       \
                      int64_t n)                                            \
     {                                                                      \
         switch (op) {                                                      \
@@ -154,7 +162,7 @@ DEFINE_UNARY_INT_LOOP(unary_s64_loop, int64_t)
         break;
 
 #define DEFINE_BINARY_LOOP(NAME, T, FN, ARITH, BITS)                       \
-    static bool NAME(hs_opcode op, const T *restrict a, const T *restrict b, \
+    ELEM bool NAME(hs_opcode op, const T *restrict a, const T *restrict b, \
                      T *restrict y, int64_t n)                             \
     {                                                                      \
         switch (op) {                                                      \
@@ -232,8 +240,8 @@ bool dev_unary_supported(hs_opcode op, hs_dtype t)
     }
 }
 
-void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a, void *y,
-                    int64_t n)
+AVX2_CLONES void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a,
+                                void *y, int64_t n)
 {
     switch (t) {
     case HS_F32: unary_f32_loop(op, a, y, n); break;
@@ -268,8 +276,8 @@ hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
     return HS_OK;
 }
 
-bool dev_binary_loop(hs_opcode op, hs_dtype t, const void *a,
-                     const void *b, void *y, int64_t n)
+AVX2_CLONES bool dev_binary_loop(hs_opcode op, hs_dtype t, const void *a,
+                                 const void *b, void *y, int64_t n)
 {
     switch (t) {
     case HS_F32: return binary_f32_loop(op, a, b, y, n);
@@ -312,7 +320,7 @@ hs_status dev_k_binary(dev_ctx *x, const dev_step *s, dev_val **f,
         break;
 
 #define DEFINE_COMPARE_LOOP(NAME, T)                                       \
-    static void NAME(hs_direction d, const T *restrict a,                  \
+    ELEM void NAME(hs_direction d, const T *restrict a,                    \
                      const T *restrict b, uint8_t *restrict y, int64_t n)  \
     {                                                                      \
         switch (d) {                                                       \
@@ -330,8 +338,9 @@ DEFINE_COMPARE_LOOP(compare_s32, int32_t)
 DEFINE_COMPARE_LOOP(compare_s64, int64_t)
 DEFINE_COMPARE_LOOP(compare_pred, uint8_t)
 
-void dev_compare_loop(hs_direction d, hs_dtype t, const void *a,
-                      const void *b, uint8_t *y, int64_t n)
+AVX2_CLONES void dev_compare_loop(hs_direction d, hs_dtype t,
+                                  const void *a, const void *b, uint8_t *y,
+                                  int64_t n)
 {
     switch (t) {
     case HS_F32: compare_f32(d, a, b, y, n); break;
@@ -369,7 +378,7 @@ hs_status dev_k_compare(dev_ctx *x, const dev_step *s, dev_val **f,
 }
 
 #define DEFINE_SELECT_LOOP(NAME, T)                                        \
-    static void NAME(const uint8_t *restrict p, int64_t pstep,             \
+    ELEM void NAME(const uint8_t *restrict p, int64_t pstep,               \
                      const T *restrict a, const T *restrict b,             \
                      T *restrict y, int64_t n)                             \
     {                                                                      \
@@ -377,14 +386,18 @@ hs_status dev_k_compare(dev_ctx *x, const dev_step *s, dev_val **f,
             memcpy(y, p[0] ? a : b, (size_t)n * sizeof(T));                \
             return;                                                        \
         }                                                                  \
-        VLOOP(n, y[i] = p[i] ? a[i] : b[i]);                               \
+        VLOOP(n, {                                                         \
+            T m_ = (T)0 - (T)(p[i] != 0); /* branch-free: vectorises */    \
+            y[i] = (a[i] & m_) | (b[i] & ~m_);                             \
+        });                                                                \
     }
 DEFINE_SELECT_LOOP(select_4, uint32_t)
 DEFINE_SELECT_LOOP(select_1, uint8_t)
 DEFINE_SELECT_LOOP(select_8, uint64_t)
 
-void dev_select_loop(int esize, const uint8_t *p, int64_t pstep,
-                     const void *a, const void *b, void *y, int64_t n)
+AVX2_CLONES void dev_select_loop(int esize, const uint8_t *p,
+                                 int64_t pstep, const void *a, const void *b,
+                                 void *y, int64_t n)
 {
     switch (esize) {
     case 4: select_4(p, pstep, a, b, y, n); break;
@@ -423,7 +436,7 @@ hs_status dev_k_select(dev_ctx *x, const dev_step *s, dev_val **f,
 }
 
 #define DEFINE_CLAMP_LOOP(NAME, T)                                         \
-    static void NAME(const T *restrict lo, int64_t lstep,                  \
+    ELEM void NAME(const T *restrict lo, int64_t lstep,                    \
                      const T *restrict a, const T *restrict hi,            \
                      int64_t hstep, T *restrict y, int64_t n)              \
     {                                                                      \
@@ -437,9 +450,9 @@ DEFINE_CLAMP_LOOP(clamp_f32, float)
 DEFINE_CLAMP_LOOP(clamp_s32, int32_t)
 DEFINE_CLAMP_LOOP(clamp_s64, int64_t)
 
-void dev_clamp_loop(hs_dtype t, const void *lo, int64_t lstep,
-                    const void *a, const void *hi, int64_t hstep, void *y,
-                    int64_t n)
+AVX2_CLONES void dev_clamp_loop(hs_dtype t, const void *lo, int64_t lstep,
+                                const void *a, const void *hi,
+                                int64_t hstep, void *y, int64_t n)
 {
     switch (t) {
     case HS_F32: clamp_f32(lo, lstep, a, hi, hstep, y, n); break;
@@ -519,8 +532,8 @@ ELEM int64_t f32_to_s64(float v)
     default: CONVERT_LOOP(TI, uint8_t, v != 0); break;                     \
     }
 
-void dev_convert_loop(hs_dtype from, hs_dtype to, const void *ad, void *y,
-                      int64_t n)
+AVX2_CLONES void dev_convert_loop(hs_dtype from, hs_dtype to,
+                                  const void *ad, void *y, int64_t n)
 {
     if (from == to) {
         memcpy(y, ad, (size_t)n * (size_t)dev_esize(to));
