@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/element_ops.h"
 #include "device/fusion_program.h"
 
 /* ---- index maps --------------------------------------------------------- */
@@ -82,9 +83,9 @@ static void gather_run(void *vc, int64_t at, int64_t idx, int64_t s,
         uint32_t *restrict dp = (uint32_t *)d;
         const uint32_t *sp = (const uint32_t *)src;
         if (s == 0) {
+            /* A broadcast along the run: blocks of 8 vectorise. */
             uint32_t v = *sp;
-            for (int64_t i = 0; i < count; i++)
-                dp[i] = v;
+            VLOOP(count, dp[i] = v);
         } else {
             for (int64_t i = 0; i < count; i++)
                 dp[i] = sp[i * s];
