@@ -77,8 +77,19 @@ async function loadExamples() {
   for (const d of dev.devices) {
     $('#device').add(new Option(`${d.name} · ${bytes(d.hbm_bytes)}`, d.name));
   }
-  $('#device').options[0].text = `model's (${dev.default})`;
+  view.defaultDevice = dev.default;
+  deviceLabel();
   view.devices = dev.devices;
+}
+
+// "model's (NAME)": the device the model text names, else the server default.
+function deviceLabel() {
+  let name = view.defaultDevice || '';
+  try {
+    const m = JSON.parse(editor.text);
+    if (m && typeof m.device === 'string') name = m.device;
+  } catch { /* not JSON (HLO text, or being edited) */ }
+  $('#device').options[0].text = name ? `model's (${name})` : "model's";
 }
 
 export async function pickExample(name) {
@@ -86,6 +97,7 @@ export async function pickExample(name) {
   $('#example').value = name;
   const model = await get(`/v1/examples/${encodeURIComponent(name)}`, { text: true });
   editor.text = typeof model === 'string' ? model : JSON.stringify(model, null, 2);
+  deviceLabel();
   writeHash();
 }
 
