@@ -82,6 +82,9 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
     hs_compile_options_init(&co);
     co.device = p->device;
     co.cancel = &s->cancel;
+    /* A step that cannot fit the device fails at compile time, with XLA's
+     * out-of-memory report, rather than part-way through the run. */
+    co.hbm_bytes = HS_HBM_FROM_DEVICE;
     if (deadline_ns > 0) {
         co.timeout_ms = (deadline_ns - hs_now_ns()) / 1000000;
         if (co.timeout_ms <= 0) {

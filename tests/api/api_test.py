@@ -602,6 +602,14 @@ def train_mode_errors(s):
     status, _, data = s.post("/v1/compile?mode=train", {"hlo": "HloModule m\nENTRY e { ROOT c = f32[] constant(1) }"})
     e = error_of(data)
     check(status == 422 and e["path"] == "?mode", "mode=train on HLO text is 422", data)
+    # A plain run trains too: a step that cannot fit fails at compile time
+    # with XLA's report, and the forward result stands.
+    status, _, data = s.post("/v1/run?residuals=save", example("train_offload"))
+    r = json.loads(data)
+    t = r.get("train", {}).get("error", {})
+    check(status == 200 and "run" in r and t.get("code") == "out_of_memory"
+          and "of 64.00M hbm" in t.get("message", ""),
+          "run: a training step that does not fit is an out-of-memory train error", data)
 
 
 @test
