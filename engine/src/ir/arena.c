@@ -1,4 +1,5 @@
 /* arena.c - the bump allocator that owns everything in a module. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +9,91 @@
 
 typedef struct hs_chunk {
     struct hs_chunk *next;
-    size_t size; /* usable bytes after the header */
+    size_t size;   /* usable bytes after the header */
     size_t used;
+    size_t zeroed; /* data[0, zeroed) is zero or handed out */
     _Alignas(16) unsigned char data[];
 } hs_chunk;
 
 enum { HS_ARENA_MAX_CHUNK = 4 << 20 };
+/* Chunks are zeroed lazily, this many bytes at a time, as allocations reach
+ * them. */
+enum { HS_ARENA_ZERO_STEP = 4096 };
+
+/* Freed chunks of the geometric sizes (64 KiB << k, up to the largest
+ * chunk) are kept in a process-wide pool, up to HS_ARENA_POOL_BYTES in all,
+ * for the next arena. Without it a program that loads repeatedly (the
+ * server) hands its chunks back to the kernel at every free -- glibc trims
+ * the heap top and unmaps large blocks -- and takes a page fault on every
+ * page of the next module: half the time of a small trace. The pool is
+ * shared by every thread under a mutex, taken once per chunk. Under
+ * AddressSanitizer there is no pool, so a use after hs_arena_free is still
+ * reported. */
+enum {
+    HS_ARENA_MIN_CHUNK = 64 * 1024,
+    HS_ARENA_POOL_CLASSES = 7, /* 64 KiB ... 4 MiB */
+    HS_ARENA_POOL_BYTES = 16 << 20,
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+#define HS_ARENA_POOL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HS_ARENA_POOL 0
+#endif
+#endif
+#ifndef HS_ARENA_POOL
+#define HS_ARENA_POOL 1
+#endif
+
+static pthread_mutex_t pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static hs_chunk *pool[HS_ARENA_POOL_CLASSES];
+static size_t pool_bytes;
+
+/* The pool class of a chunk of this many usable bytes, or -1. */
+static int pool_class(size_t size)
+{
+    if (!HS_ARENA_POOL)
+        return -1;
+    for (int k = 0; k < HS_ARENA_POOL_CLASSES; k++)
+        if (size == (size_t)HS_ARENA_MIN_CHUNK << k)
+            return k;
+    return -1;
+}
+
+static hs_chunk *pool_take(size_t size)
+{
+    int k = pool_class(size);
+    if (k < 0)
+        return NULL;
+    pthread_mutex_lock(&pool_mu);
+    hs_chunk *c = pool[k];
+    if (c) {
+        pool[k] = c->next;
+        pool_bytes -= size;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    return c;
+}
+
+/* Keeps c in the pool if it fits; returns false when the caller must free
+ * it. */
+static bool pool_give(hs_chunk *c)
+{
+    int k = pool_class(c->size);
+    if (k < 0)
+        return false;
+    bool kept = false;
+    pthread_mutex_lock(&pool_mu);
+    if (pool_bytes + c->size <= HS_ARENA_POOL_BYTES) {
+        c->next = pool[k];
+        pool[k] = c;
+        pool_bytes += c->size;
+        kept = true;
+    }
+    pthread_mutex_unlock(&pool_mu);
+    return kept;
+}
 
 struct hs_arena {
     hs_chunk *head;
@@ -26,7 +106,7 @@ hs_arena *hs_arena_new(size_t chunk_bytes)
     hs_arena *a = calloc(1, sizeof *a);
     if (!a)
         return NULL;
-    a->chunk_bytes = chunk_bytes ? chunk_bytes : 64 * 1024;
+    a->chunk_bytes = chunk_bytes ? chunk_bytes : HS_ARENA_MIN_CHUNK;
     return a;
 }
 
@@ -37,7 +117,8 @@ void hs_arena_free(hs_arena *a)
     hs_chunk *c = a->head;
     while (c) {
         hs_chunk *next = c->next;
-        free(c);
+        if (!pool_give(c))
+            free(c);
         c = next;
     }
     free(a);
@@ -50,13 +131,18 @@ static hs_chunk *new_chunk(hs_arena *a, size_t need)
         size = need; /* a large object gets a chunk of its own */
     else if (a->chunk_bytes < HS_ARENA_MAX_CHUNK)
         a->chunk_bytes *= 2; /* geometric growth: few chunks for big modules */
-    /* calloc hands back zeroed memory (fresh pages from the OS for large
-     * chunks), so allocations need no memset of their own. */
-    hs_chunk *c = calloc(1, sizeof *c + size);
+    /* Not calloc: a pooled or recycled chunk would be cleared in full,
+     * every page of it, though the last chunk of a geometric series is
+     * mostly unused. hs_arena_alloc zeroes what it hands out, a step at a
+     * time. */
+    hs_chunk *c = pool_take(size);
+    if (!c)
+        c = malloc(sizeof *c + size);
     if (!c)
         return NULL;
     c->size = size;
     c->used = 0;
+    c->zeroed = 0;
     a->reserved += sizeof *c + size;
     if (need == size && a->head) {
         /* Keep the current head open for small allocations. */
@@ -80,8 +166,16 @@ void *hs_arena_alloc(hs_arena *a, size_t size)
         if (!c)
             return NULL;
     }
-    void *p = c->data + c->used; /* zero: chunks are calloc'ed, never reused */
+    void *p = c->data + c->used;
     c->used += size;
+    if (c->used > c->zeroed) {
+        size_t z = (c->used + HS_ARENA_ZERO_STEP - 1) &
+                   ~(size_t)(HS_ARENA_ZERO_STEP - 1);
+        if (z > c->size)
+            z = c->size;
+        memset(c->data + c->zeroed, 0, z - c->zeroed);
+        c->zeroed = z;
+    }
     return p;
 }
 

@@ -5,15 +5,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 uint32_t hs__name_hash(const char *s)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 16777619u;
-    }
-    return h;
+    /* XXH3 reads a short name in a few wide loads; a byte-at-a-time hash
+     * (FNV-1a) was a tenth of the time of a small load. */
+    return (uint32_t)XXH3_64bits(s, strlen(s));
 }
 
 /* LSD radix sort of records (hash << 32 | index) on the hash bits only;

@@ -85,8 +85,16 @@ hs_instruction *hs_trace_param(hs_trace *t, const char *local,
 {
     if (!hs_builder_ok(t->b))
         return NULL;
+    /* "%s%s" truncated to the buffer, without printf (one per weight). */
     char name[320];
-    snprintf(name, sizeof name, "%s%s", t->prefix, local);
+    size_t np = strlen(t->prefix), nl = strlen(local);
+    if (np > sizeof name - 1)
+        np = sizeof name - 1;
+    if (nl > sizeof name - 1 - np)
+        nl = sizeof name - 1 - np;
+    memcpy(name, t->prefix, np);
+    memcpy(name + np, local, nl);
+    name[np + nl] = '\0';
     if (!hs_trace_fits(t, NULL, shape->rank, shape->dims))
         return NULL;
     return t->params->get(t->params, t->b, name, shape, kind, bound);
