@@ -92,8 +92,6 @@ static int json_depth(const char *p, size_t n, int limit)
 }
 
 static const char *const k_loops[] = {"unrolled", "scan", NULL};
-static const char *const k_residuals[] = {"save", "remat", "offload",
-                                          "remat_offload", "auto", NULL};
 static const char *const k_modes[] = {"forward", "train", NULL};
 
 static bool one_of(const char *v, const char *const *set)
@@ -121,13 +119,12 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
     if (jvalue && json_is_string(jvalue))
         value = json_string_value(jvalue);
     if (strcmp(key, "loop") == 0 || strcmp(key, "residuals") == 0) {
-        const char *const *set = key[0] == 'l' ? k_loops : k_residuals;
-        if (!one_of(value, set)) {
+        hs_residuals r;
+        bool loop = key[0] == 'l';
+        if (loop ? !one_of(value, k_loops) : !hs_residuals_parse(value, &r)) {
             srv_reply_error(rp, 422, "invalid", path,
                             "unknown %s '%s' (known: %s)", key, value,
-                            key[0] == 'l' ? "unrolled, scan"
-                                          : "save, remat, offload, "
-                                            "remat_offload, auto");
+                            loop ? "unrolled, scan" : hs_residuals_known());
             return -1;
         }
         json_object_set_new(out, key, json_string(value));

@@ -46,15 +46,6 @@ static const char *loop_name(hs_loop_mode m)
     return m == HS_LOOP_SCAN ? "scan" : "unrolled";
 }
 
-static const char *residuals_name(hs_residuals r)
-{
-    return r == HS_RESIDUALS_REMAT             ? "remat"
-           : r == HS_RESIDUALS_OFFLOAD         ? "offload"
-           : r == HS_RESIDUALS_REMAT_OFFLOAD   ? "remat_offload"
-           : r == HS_RESIDUALS_AUTO            ? "auto"
-                                               : "save";
-}
-
 /* What ?mode=train compiled: the step's trained values, optimizer state
  * and aliases, and for scans where the residuals went. */
 static json_t *train_step_json(const hs_train_step *ts)
@@ -110,7 +101,7 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
     if (p->model) {
         json_object_set_new(o, "loop", json_string(loop_name(p->model->loop)));
         json_object_set_new(o, "residuals",
-                            json_string(residuals_name(p->model->residuals)));
+                            json_string(hs_residuals_name(p->model->residuals)));
         json_object_set_new(o, "layers", json_integer(p->model->n_layers));
         json_object_set_new(o, "parameters", json_integer(p->model->n_params));
         json_object_set_new(o, "parameter_elements",

@@ -41,13 +41,10 @@ static void print_residuals(const hs_train_step *ts)
     const hs_scan_vjp_report *r = ts->scan_report;
     if (!r || r->n_loops == 0)
         return;
-    static const char *const names[] = {"save", "remat", "offload",
-                                        "remat_offload"};
     printf("residuals:    %s, %d scan(s): %lld bytes stacked on the device, "
            "%lld on the host\n",
-           ts->auto_choice         ? "auto"
-           : ts->scan.n_offload    ? "save + offload list"
-                                   : names[ts->scan.policy],
+           ts->scan.n_offload ? "save + offload list"
+                              : hs_residuals_name(ts->model->residuals),
            r->n_loops, (long long)r->device_bytes, (long long)r->host_bytes);
     if (ts->auto_choice)
         printf("              %s\n", ts->auto_choice->text);

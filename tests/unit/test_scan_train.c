@@ -694,6 +694,18 @@ static void residuals_errors_name_the_path(void **state)
     assert_non_null(m2);
     assert_int_equal(m2->residuals, HS_RESIDUALS_REMAT_OFFLOAD);
     hs_model_free(m2);
+    /* One list of names: every policy round-trips, and the message lists
+     * them all. */
+    int n = 0;
+    for (hs_residuals r = HS_RESIDUALS_SAVE; hs_residuals_name(r); r++, n++) {
+        hs_residuals back;
+        assert_true(hs_residuals_parse(hs_residuals_name(r), &back));
+        assert_int_equal(back, r);
+        assert_non_null(strstr(hs_residuals_known(), hs_residuals_name(r)));
+    }
+    assert_int_equal(n, HS_RESIDUALS_REMAT_OFFLOAD + 1);
+    hs_residuals junk;
+    assert_false(hs_residuals_parse("keep", &junk));
     const char *ok = "{\"input\": {\"shape\": [2, 4]}, \"residuals\": "
                      "{\"offload\": [\"attn\", \"mlp/up_proj\"]},"
                      " \"layers\": [{\"type\": \"relu\"}]}";

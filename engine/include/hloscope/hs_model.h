@@ -96,6 +96,13 @@ typedef enum hs_residuals {
                                   memory, and recompute the rest */
 } hs_residuals;
 
+/* The JSON's spelling of a policy ("save", "remat_offload", ...), NULL
+ * past the last one; hs_residuals_parse is its inverse. */
+const char *hs_residuals_name(hs_residuals r);
+bool hs_residuals_parse(const char *name, hs_residuals *out);
+/* "save, remat, offload, auto, remat_offload", for error messages. */
+const char *hs_residuals_known(void);
+
 typedef enum hs_loss { HS_LOSS_MSE = 0, HS_LOSS_CROSS_ENTROPY } hs_loss;
 typedef enum hs_target_kind { HS_TARGET_ZEROS = 0, HS_TARGET_RANDOM } hs_target_kind;
 typedef enum hs_optimizer_kind { HS_OPT_SGD = 0, HS_OPT_ADAM } hs_optimizer_kind;

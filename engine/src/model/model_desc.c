@@ -286,6 +286,28 @@ static const char *const k_loops[] = {"unrolled", "scan", NULL};
 static const char *const k_residuals[] = {"save", "remat", "offload", "auto",
                                           "remat_offload", NULL};
 
+const char *hs_residuals_name(hs_residuals r)
+{
+    return (int)r >= 0 && (size_t)r < sizeof k_residuals / sizeof *k_residuals
+               ? k_residuals[r]
+               : NULL;
+}
+
+bool hs_residuals_parse(const char *name, hs_residuals *out)
+{
+    for (int k = 0; name && k_residuals[k]; k++)
+        if (strcmp(name, k_residuals[k]) == 0) {
+            *out = (hs_residuals)k;
+            return true;
+        }
+    return false;
+}
+
+const char *hs_residuals_known(void)
+{
+    return "save, remat, offload, auto, remat_offload";
+}
+
 /* "residuals": "save" | "remat" | "offload" | "auto" | "remat_offload", or
  * {"offload": ["attn/q_proj", ...]}: those residuals on the host, the rest
  * saved on the device. */
@@ -293,15 +315,11 @@ static bool parse_residuals(desc_parser *p, const json_t *root,
                             const hs_model_options *opts, hs_model_desc *out)
 {
     if (opts && opts->residuals) {
-        int idx = 0;
-        while (k_residuals[idx] && strcmp(opts->residuals, k_residuals[idx]))
-            idx++;
-        if (!k_residuals[idx])
+        if (!hs_residuals_parse(opts->residuals, &out->residuals))
             return js_fail(&p->w, HS_ERR_INVALID, "residuals",
                            "unknown residual policy \"%s\" (option); "
-                           "expected save, remat, offload, remat_offload "
-                           "or auto", opts->residuals);
-        out->residuals = (hs_residuals)idx;
+                           "expected one of %s", opts->residuals,
+                           hs_residuals_known());
         return true;
     }
     const json_t *r = json_object_get(root, "residuals");
