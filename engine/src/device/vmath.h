@@ -26,7 +26,7 @@
 /* Four lanes: one SSE register at the baseline (wider GCC vectors would
  * be split, and their compares scalarised, without -mavx). Eight lanes
  * (hs_v8f) only inside functions built for AVX2, chosen at run time by
- * vmath.c; both widths run the same operations per lane, so they give
+ * kernels_elementwise.c; both widths run the same operations per lane, so they give
  * the same bits. */
 typedef float hs_v4f __attribute__((vector_size(16)));
 typedef int32_t hs_v4i __attribute__((vector_size(16)));

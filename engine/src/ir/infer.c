@@ -54,22 +54,10 @@ static hs_status fail(hs_error *err, const char *fmt, ...)
     return HS_ERR_SHAPE;
 }
 
-/* The verifier asks about every parameter and constant and drops the
- * message, so it is built without printf. */
 static hs_status unsupported(const hs_instruction *i, hs_error *err)
 {
-    if (!err)
-        return HS_ERR_UNSUPPORTED;
-    static const char tail[] = ": no shape inference rule";
-    const char *name = hs_opcode_name(i->opcode);
-    size_t cap = sizeof err->message - 1, n = strlen(name);
-    if (n > cap)
-        n = cap;
-    memcpy(err->message, name, n);
-    size_t t = sizeof tail - 1 < cap - n ? sizeof tail - 1 : cap - n;
-    memcpy(err->message + n, tail, t);
-    err->message[n + t] = '\0';
-    err->status = HS_ERR_UNSUPPORTED;
+    hs_error_set(err, HS_ERR_UNSUPPORTED, "%s: no shape inference rule",
+                 hs_opcode_name(i->opcode));
     return HS_ERR_UNSUPPORTED;
 }
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The device's exp and logistic: a folded constant has the bits the
+ * device would compute. */
 #include "device/vmath.h"
 #include "passes/passes_internal.h"
 
