@@ -17,7 +17,6 @@ import { FRONTENDS, renderGoodput } from './goodput.js';
 const $ = (s) => document.querySelector(s);
 const MODES = {
   loop: { a: { loop: 'unrolled' }, b: { loop: 'scan' }, la: 'unrolled', lb: 'scan' },
-  residuals: { a: { residuals: 'save' }, b: { residuals: 'offload' }, la: 'residuals: save', lb: 'residuals: offload' },
   stage: { la: 'traced', lb: 'optimized' },
 };
 // The current mode, with the residuals compare's B side (#res-b) filled in.
@@ -29,7 +28,11 @@ function modeSpec() {
 // Residuals exist only in a differentiated step: a model with a "train"
 // section compares its training step (?mode=train).
 function hasTrain(text) {
-  try { const m = JSON.parse(text); return !!(m && typeof m === 'object' && m.train); } catch { return false; }
+  return !!(modelOf(text) || {}).train;
+}
+// The editor's text as a model description, or null (HLO text, or being edited).
+function modelOf(text) {
+  try { const m = JSON.parse(text); return m && typeof m === 'object' ? m : null; } catch { return null; }
 }
 // A pane's label: a training step says so, with its residual policy.
 function labelOf(side, S) {
@@ -84,11 +87,8 @@ async function loadExamples() {
 
 // "model's (NAME)": the device the model text names, else the server default.
 function deviceLabel() {
-  let name = view.defaultDevice || '';
-  try {
-    const m = JSON.parse(editor.text);
-    if (m && typeof m.device === 'string') name = m.device;
-  } catch { /* not JSON (HLO text, or being edited) */ }
+  const m = modelOf(editor.text);
+  const name = m && typeof m.device === 'string' ? m.device : view.defaultDevice || '';
   $('#device').options[0].text = name ? `model's (${name})` : "model's";
 }
 
