@@ -55,8 +55,11 @@ ELEM int64_t unary_int(hs_opcode op, int64_t v)
 /* ---- loops ------------------------------------------------------------ */
 
 /* The element loops are also built for AVX2 and picked at load time: the
- * same IEEE operation per element at either width, so the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__)
+ * same IEEE operation per element at either width, so the same bits. GCC
+ * only: clang 14 (the fuzzing build, tests/fuzz/) names the resolver of a
+ * function declared in a header "<name>.ifunc", which other files cannot
+ * link against; without clones the loops give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define AVX2_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define AVX2_CLONES
