@@ -410,7 +410,12 @@ hs_module *hs_hlo_parse(const char *text, size_t len, hs_error *err)
         return NULL;
     }
     P.a = P.m->arena;
-    bool ok = parse_module(&P);
+    /* Names, strings and raw attribute values are kept as C strings: a NUL
+     * byte would cut one short and the printed text would not parse. */
+    const char *nul = text ? memchr(text, '\0', len) : NULL;
+    bool ok = nul ? hs__scan_fail(&P.s, (size_t)(nul - text),
+                                  "a NUL byte is not HLO text")
+                  : parse_module(&P);
     parser_free(&P);
     if (!ok) {
         hs_module_free(P.m);
