@@ -101,6 +101,18 @@ json_t *api_links(const char *id, const char *endpoint);
 json_t *api_memory_json(const hs_module *m, const char *device, bool timeline);
 json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
                     hs_error *e);
+/* Marks the pending request id (NULL: every pending request, at start) as
+ * interrupted, saying why: a GET then answers 500 `interrupted` instead of
+ * computing it again (api_results.c). */
+void api_mark_interrupted(srv *s, const char *id, const char *why);
+
+/* The results that are never evicted from the store: those of the example
+ * models (api_request.c). api_pins_match is a store_pin_fn. */
+typedef struct api_pins api_pins;
+api_pins *api_pins_new(srv *s);
+void api_pins_free(api_pins *p);
+bool api_pins_match(const char *request, void *user);
+
 /* ---- steps (api_steps.c) -------------------------------------------------- */
 
 #define API_STEPS_DEFAULT 10

@@ -285,10 +285,10 @@ int api_request_parse(srv *s, const char *endpoint, const srv_request *rq,
     json_error_t je;
     json_t *body = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &je);
     if (!body) {
-        json_t *err = json_pack("{s:{s:s, s:s, s:s, s:i, s:i}}", "error", "code",
-                                "parse", "message", je.text, "path", "", "line",
-                                je.line, "column", je.column);
-        srv_reply_json(rp, 400, err);
+        /* je.text quotes the input near the error, which may be invalid
+         * UTF-8: the error object escapes it. */
+        srv_reply_json(rp, 400,
+                       srv_error_object("parse", je.text, "", je.line, je.column, NULL));
         return -1;
     }
     json_t *q = json_object();
@@ -307,4 +307,93 @@ int api_request_parse(srv *s, const char *endpoint, const srv_request *rq,
     json_decref(body);
     json_decref(q);
     return rc;
+}
+
+/* ---- pinned results ------------------------------------------------------ */
+
+/* The results of the example models are never evicted, whatever their
+ * query: the examples are what a class opens first, and the guided tour
+ * (web/src/tour.js) links only to results of examples (seed_64_linear,
+ * train_offload, tracing_bound with their loop, residuals and mode
+ * overrides). An example is recognised by its canonical body text, the
+ * same bytes api_request_make writes. */
+struct api_pins {
+    int n;
+    char **bodies;
+    size_t max_len;
+};
+
+static json_t *reply_json(srv_reply *rp)
+{
+    json_t *j = rp->status == 200 && rp->body ? json_loadb(rp->body, rp->body_len, 0, NULL)
+                                              : NULL;
+    srv_reply_clear(rp);
+    return j;
+}
+
+api_pins *api_pins_new(srv *s)
+{
+    api_pins *p = calloc(1, sizeof *p);
+    srv_request rq;
+    srv_reply rp;
+    memset(&rq, 0, sizeof rq);
+    memset(&rp, 0, sizeof rp);
+    if (!p)
+        return NULL;
+    /* Read through the examples' own handlers, which own their list. */
+    api_examples_list(s, &rq, &rp);
+    json_t *list = reply_json(&rp), *item;
+    size_t k;
+    json_array_foreach(json_object_get(list, "examples"), k, item)
+    {
+        const char *name = json_string_value(json_object_get(item, "name"));
+        if (!name)
+            continue;
+        snprintf(rq.params[0], sizeof rq.params[0], "%s", name);
+        api_example_get(s, &rq, &rp);
+        json_t *model = reply_json(&rp);
+        char *text = model ? json_dumps(model, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+        json_decref(model);
+        char **grown = text ? realloc(p->bodies, sizeof *grown * (size_t)(p->n + 1)) : NULL;
+        if (!grown) {
+            free(text);
+            continue;
+        }
+        p->bodies = grown;
+        p->bodies[p->n++] = text;
+        if (strlen(text) > p->max_len)
+            p->max_len = strlen(text);
+    }
+    json_decref(list);
+    return p;
+}
+
+void api_pins_free(api_pins *p)
+{
+    if (!p)
+        return;
+    for (int k = 0; k < p->n; k++)
+        free(p->bodies[k]);
+    free(p->bodies);
+    free(p);
+}
+
+bool api_pins_match(const char *request, void *user)
+{
+    const api_pins *p = user;
+    /* A request much longer than every example cannot be one: no parse. */
+    if (!p || p->n == 0 || strlen(request) > p->max_len + 4096)
+        return false;
+    json_t *c = json_loads(request, 0, NULL);
+    json_t *body = json_object_get(c, "body");
+    const char *ep = json_string_value(json_object_get(c, "endpoint"));
+    if (ep && strcmp(ep, "compare") == 0)
+        body = json_object_get(body, "model");
+    char *text = body ? json_dumps(body, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+    bool hit = false;
+    for (int k = 0; text && k < p->n && !hit; k++)
+        hit = strcmp(text, p->bodies[k]) == 0;
+    free(text);
+    json_decref(c);
+    return hit;
 }

@@ -1,11 +1,14 @@
 /* api_results.c - GET /v1/results/{id} and its artefacts. A summary comes
  * from the LRU or SQLite; an artefact (HLO text, graph, memory timeline)
- * comes from the LRU, or is recomputed on a worker from the stored
- * canonical request: the same request traces and compiles to the same
- * module, so a link works after eviction, restart or kill -9. */
+ * of a finished result comes from the LRU, or is recomputed on a worker
+ * from the stored canonical request: the same request traces and compiles
+ * to the same module, so a link works after eviction, restart or kill -9.
+ * A GET never computes a request that has no result yet (pending,
+ * interrupted): only a POST does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api.h"
 #include "api_render.h"
@@ -44,6 +47,62 @@ static srv_outcome not_found(srv_reply *rp, const char *id)
     return srv_reply_error(rp, 404, "not_found", "", "no result with id %s", id);
 }
 
+/* A pending row of this process older than the deadline (plus a margin for
+ * the work that has no cancel point) is not being computed any more: its
+ * request timed out or was cancelled without a result. */
+static bool pending_abandoned(const srv *s, const store_row *row)
+{
+    int64_t ms = s->cfg.limits.deadline_ms;
+    return ms > 0 && (int64_t)time(NULL) - row->updated_at > ms / 1000 + 2;
+}
+
+void api_mark_interrupted(srv *s, const char *id, const char *why)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "this request did not finish: %s. It is not computed again on its "
+             "own (a request that crashes the server would crash it again); POST "
+             "the same request to retry it",
+             why);
+    json_t *err = srv_error_object("interrupted", msg, "", 0, 0, NULL);
+    char *text = json_dumps(err, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(err);
+    if (text)
+        store_fail_pending(s->store, id, 500, text);
+    free(text);
+}
+
+/* Answers a row that has no result to show: evicted (410), still pending
+ * (503, retry the GET), or pending but abandoned (marked interrupted and
+ * answered as such). A GET never computes a pending request: the POST that
+ * recorded it does, and only a POST computes it again. Returns false when
+ * the row has a stored outcome to answer. */
+static bool answer_unfinished(srv *s, const char *id, store_row *row, srv_reply *rp)
+{
+    if (row->status == STORE_EVICTED) {
+        srv_reply_error(rp, 410, "evicted", "",
+                        "result %s was evicted to keep the store under "
+                        "--max-store-bytes; POST the same request to compute it again",
+                        id);
+        return true;
+    }
+    if (row->status != 0)
+        return false;
+    if (!pending_abandoned(s, row)) {
+        srv_reply_error(rp, 503, "pending",
+                        "", "result %s is still being computed; GET it again in a moment",
+                        id);
+        return true;
+    }
+    api_mark_interrupted(s, id, "it passed its deadline or was cancelled");
+    store_row_free(row);
+    int found = store_get(s->store, id, row);
+    if (found == 1 && row->status != 0 && row->summary)
+        return false;
+    srv_reply_error(rp, 500, "io", "", "cannot read the store");
+    return true;
+}
+
 srv_outcome api_result_summary(srv *s, srv_request *rq, srv_reply *rp)
 {
     const char *id = id_of(rq, rp);
@@ -53,47 +112,24 @@ srv_outcome api_result_summary(srv *s, srv_request *rq, srv_reply *rp)
     size_t len;
     const char *type;
     snprintf(key, sizeof key, "%s/summary", id);
-    if (!rq->in_worker) {
-        if (store_lru_get(s->lru, key, &data, &len, &type))
-            return srv_reply_text(rp, 200, type, data, len);
-        store_row row;
-        int found = store_get(s->store, id, &row);
-        if (found < 0)
-            return srv_reply_error(rp, 500, "io", "", "cannot read the store");
-        if (found == 0)
-            return not_found(rp, id);
-        if (row.status != 0 && row.summary) {
-            if (row.status == 200)
-                store_lru_put(s->lru, key, row.summary, strlen(row.summary),
-                              "application/json");
-            int status = row.status;
-            srv_reply_text(rp, status, "application/json", row.summary,
-                           strlen(row.summary));
-            row.summary = NULL;
-            store_row_free(&row);
-            return SRV_DONE;
-        }
-        store_row_free(&row);
-        return SRV_DEFER; /* pending: recompute it (the server may have died) */
-    }
+    if (store_lru_get(s->lru, key, &data, &len, &type))
+        return srv_reply_text(rp, 200, type, data, len);
     store_row row;
-    if (store_get(s->store, id, &row) != 1)
+    int found = store_get(s->store, id, &row);
+    if (found < 0)
+        return srv_reply_error(rp, 500, "io", "", "cannot read the store");
+    if (found == 0)
         return not_found(rp, id);
-    api_request ar;
-    hs_error e;
-    hs_error_clear(&e);
-    srv_outcome out;
-    if (api_request_from_text(row.request, &ar, &e) != 0) {
-        out = srv_reply_hs_error(rp, &e);
-    } else {
-        int status;
-        json_t *sum;
-        api_execute(s, &ar, rq->deadline_ns, &status, &sum, NULL);
-        out = srv_reply_json(rp, status, sum);
-        api_request_free(&ar);
+    if (!answer_unfinished(s, id, &row, rp)) {
+        if (row.status == 200)
+            store_lru_put(s->lru, key, row.summary, strlen(row.summary),
+                          "application/json");
+        srv_reply_text(rp, row.status, "application/json", row.summary,
+                       strlen(row.summary));
+        row.summary = NULL;
     }
     store_row_free(&row);
-    return out;
+    return SRV_DONE;
 }
 
 /* The LRU key of an artefact: id, kind and the query that shapes it (for
@@ -157,7 +193,11 @@ static srv_outcome artefact_at(srv *s, srv_request *rq, srv_reply *rp,
                                    "a.links or b.links in its summary",
                                    kind);
         }
-        if (st->row.status != 0 && st->row.status != 200) {
+        if (answer_unfinished(s, id, &st->row, rp)) {
+            artefact_state_free(st);
+            return SRV_DONE;
+        }
+        if (st->row.status != 200) {
             srv_reply_text(rp, st->row.status, "application/json", st->row.summary,
                            strlen(st->row.summary));
             st->row.summary = NULL;
@@ -317,7 +357,7 @@ static int steps_of(srv *s, const srv_request *rq, const char *id,
     }
     if (!row->summary) {
         hs_error_set(e, HS_ERR_INVALID,
-                     "the result is not finished; GET /v1/results/{id} computes it");
+                     "the result is not finished; POST its request to compute it");
         return -1;
     }
     if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &s->cancel, r,
@@ -342,7 +382,7 @@ static int make_steps_json(srv *s, const srv_request *rq, const char *id,
         return -1;
     if (!row->summary) {
         hs_error_set(e, HS_ERR_INVALID,
-                     "the result is not finished; GET /v1/results/{id} computes it");
+                     "the result is not finished; POST its request to compute it");
         return -1;
     }
     if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &s->cancel, &r,
@@ -420,7 +460,9 @@ srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp)
     if (found == 0)
         return not_found(rp, id);
     srv_outcome out;
-    if (row.metrics) {
+    if (answer_unfinished(s, id, &row, rp)) {
+        out = SRV_DONE;
+    } else if (row.metrics) {
         out = srv_reply_text(rp, 200, "application/json", row.metrics,
                              strlen(row.metrics));
         row.metrics = NULL;
@@ -433,10 +475,7 @@ srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp)
                               "a comparison has no metrics of its own: follow "
                               "a.links or b.links in its summary");
     } else {
-        out = srv_reply_error(rp, 404, "not_found", "",
-                              "result %s is still being computed; GET "
-                              "/v1/results/%s first",
-                              id, id);
+        out = srv_reply_error(rp, 404, "not_found", "", "result %s has no metrics", id);
     }
     store_row_free(&row);
     return out;

@@ -48,6 +48,9 @@
 #define SRV_DEFAULT_DEADLINE_MS 60000
 #define SRV_DEFAULT_MAX_INFLIGHT 32
 #define SRV_DEFAULT_CACHE_BYTES (256u << 20)     /* artefact LRU */
+#define SRV_DEFAULT_MAX_STORE_BYTES (1LL << 30)  /* SQLite store, 1 GiB */
+#define SRV_DEFAULT_HEADER_TIMEOUT_S 10 /* connect (or last reply) to full head */
+#define SRV_DEFAULT_BODY_TIMEOUT_S 30   /* full head to full body */
 
 typedef struct srv_limits {
     size_t max_body_bytes;       /* 413 beyond */
@@ -71,8 +74,13 @@ typedef struct srv_config {
     int threads;        /* libmicrohttpd thread pool */
     int workers;        /* compile/run worker pool */
     unsigned conn_limit, per_ip_limit, conn_timeout_s;
+    /* Read deadlines against slow clients (slowloris): the request head
+     * must arrive within header_timeout_s of the connection opening or of
+     * its previous reply, the body within body_timeout_s of the head. */
+    unsigned header_timeout_s, body_timeout_s;
     size_t conn_memory;
     size_t cache_bytes;
+    int64_t max_store_bytes; /* SQLite store; 0: no cap */
     int64_t shutdown_grace_ms;
     /* Run deferred handlers on the event-loop thread instead of the worker
      * pool: the design this server rejects, kept to measure it against. */
@@ -131,6 +139,16 @@ srv_outcome srv_reply_error(srv_reply *rp, int status, const char *code,
 /* The same from an engine error, with the HTTP status its class maps to. */
 srv_outcome srv_reply_hs_error(srv_reply *rp, const hs_error *e);
 int srv_status_for(hs_status s);
+/* {"error": {...}} from its parts; every string goes through
+ * srv_json_string, so the object is valid JSON whatever bytes it quotes. */
+json_t *srv_error_object(const char *code, const char *message, const char *path,
+                         int line, int column, const char *instruction);
+/* A JSON string of any bytes: invalid UTF-8 is written as the text \xNN
+ * (jansson refuses such a string, which used to drop an error's message). */
+json_t *srv_json_string(const char *s);
+/* The longest prefix of s[0..n) that does not end inside a UTF-8
+ * character (where to cut a message that is too long). */
+size_t srv_utf8_cut(const char *s, size_t n);
 /* The error object of an engine error (owned by the caller). */
 json_t *srv_error_json(const hs_error *e);
 void srv_reply_clear(srv_reply *rp);
@@ -194,6 +212,8 @@ struct store;
 struct store_lru;
 struct api_examples;
 struct api_flights;
+struct api_pins;
+struct srv_watchdog;
 
 struct srv {
     srv_config cfg;
@@ -201,6 +221,8 @@ struct srv {
     struct store_lru *lru;     /* artefacts and summaries, bounded in bytes */
     struct api_examples *examples;
     struct api_flights *flights; /* ids being computed */
+    struct api_pins *pins;     /* results never evicted from the store */
+    struct srv_watchdog *watchdog; /* read deadlines of open connections */
     hs_compile_cache *compile_cache;
     srv_metrics *metrics;
     srv_pool *pool;

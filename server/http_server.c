@@ -50,10 +50,16 @@ void srv_config_defaults(srv_config *c)
     c->threads = 4;
     c->workers = 2;
     c->conn_limit = 1024;
-    c->per_ip_limit = 128;
-    c->conn_timeout_s = 60;
+    /* A class behind one NAT address shares the per-IP budget (40 browsers
+     * with 6 connections each), and slow clients no longer hold slots for
+     * long: the read deadlines below close them. */
+    c->per_ip_limit = 256;
+    c->conn_timeout_s = 20;
+    c->header_timeout_s = SRV_DEFAULT_HEADER_TIMEOUT_S;
+    c->body_timeout_s = SRV_DEFAULT_BODY_TIMEOUT_S;
     c->conn_memory = 64 * 1024;
     c->cache_bytes = SRV_DEFAULT_CACHE_BYTES;
+    c->max_store_bytes = SRV_DEFAULT_MAX_STORE_BYTES;
     c->shutdown_grace_ms = 10000;
     c->limits.max_body_bytes = SRV_DEFAULT_MAX_BODY;
     c->limits.max_json_depth = HS_MODEL_DEFAULT_MAX_JSON_DEPTH;
@@ -65,6 +71,131 @@ void srv_config_defaults(srv_config *c)
     c->limits.max_render_nodes = SRV_DEFAULT_MAX_RENDER_NODES;
     c->limits.deadline_ms = SRV_DEFAULT_DEADLINE_MS;
     c->limits.max_inflight = SRV_DEFAULT_MAX_INFLIGHT;
+}
+
+/* ---- read deadlines --------------------------------------------------------- */
+
+/* libmicrohttpd 0.9.75 has only an idle timeout, which a client sending one
+ * byte every few seconds never reaches: 128 such connections used to hold
+ * every slot of their address. So each connection carries a deadline of
+ * its own (request head, then body), and a watchdog thread shuts down the
+ * socket of any connection past it; libmicrohttpd then sees the end of the
+ * stream and closes the connection. No reply is possible there: the
+ * library calls us only once the head is complete, and refuses a response
+ * while a body is still being read. */
+typedef struct conn_watch {
+    MHD_socket fd;
+    _Atomic int64_t deadline_ns; /* CLOCK_MONOTONIC; 0 while none applies */
+    bool expired;
+    struct conn_watch *prev, *next;
+} conn_watch;
+
+struct srv_watchdog {
+    pthread_mutex_t mu; /* the list; also held across shutdown() */
+    conn_watch *head;
+    pthread_t thread;
+    atomic_bool stop;
+    int64_t header_ns, body_ns;
+    atomic_llong closed; /* connections closed at a deadline */
+};
+
+static void watch_set(conn_watch *w, int64_t timeout_ns)
+{
+    if (w)
+        atomic_store(&w->deadline_ns, timeout_ns > 0 ? hs_now_ns() + timeout_ns : 0);
+}
+
+static conn_watch *watch_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* libmicrohttpd reports a connection closed before it closes the socket,
+ * so an fd in the list is never one reused by another connection. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct srv_watchdog *wd = ((srv *)cls)->watchdog;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        conn_watch *w = ci ? calloc(1, sizeof *w) : NULL;
+        if (!w)
+            return; /* unwatched: the idle timeout still applies */
+        w->fd = ci->connect_fd;
+        watch_set(w, wd->header_ns);
+        pthread_mutex_lock(&wd->mu);
+        w->next = wd->head;
+        if (wd->head)
+            wd->head->prev = w;
+        wd->head = w;
+        pthread_mutex_unlock(&wd->mu);
+        *socket_context = w;
+        return;
+    }
+    conn_watch *w = *socket_context;
+    if (!w)
+        return;
+    pthread_mutex_lock(&wd->mu);
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        wd->head = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    pthread_mutex_unlock(&wd->mu);
+    free(w);
+    *socket_context = NULL;
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct srv_watchdog *wd = arg;
+    while (!atomic_load(&wd->stop)) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        int64_t now = hs_now_ns();
+        pthread_mutex_lock(&wd->mu);
+        for (conn_watch *w = wd->head; w; w = w->next) {
+            int64_t d = atomic_load(&w->deadline_ns);
+            if (d && now > d && !w->expired) {
+                shutdown(w->fd, SHUT_RDWR);
+                w->expired = true;
+                atomic_fetch_add(&wd->closed, 1);
+            }
+        }
+        pthread_mutex_unlock(&wd->mu);
+    }
+    return NULL;
+}
+
+static struct srv_watchdog *watchdog_start(const srv_config *c)
+{
+    struct srv_watchdog *wd = calloc(1, sizeof *wd);
+    if (!wd)
+        return NULL;
+    pthread_mutex_init(&wd->mu, NULL);
+    wd->header_ns = (int64_t)c->header_timeout_s * 1000000000;
+    wd->body_ns = (int64_t)c->body_timeout_s * 1000000000;
+    if (pthread_create(&wd->thread, NULL, watchdog_main, wd) != 0) {
+        pthread_mutex_destroy(&wd->mu);
+        free(wd);
+        return NULL;
+    }
+    return wd;
+}
+
+/* After MHD_stop_daemon: every connection has been reported closed. */
+static void watchdog_stop(struct srv_watchdog *wd)
+{
+    if (!wd)
+        return;
+    atomic_store(&wd->stop, true);
+    pthread_join(wd->thread, NULL);
+    pthread_mutex_destroy(&wd->mu);
+    free(wd);
 }
 
 /* ---- per-request state ---------------------------------------------------- */
@@ -110,6 +241,13 @@ static enum MHD_Result copy_query(void *cls, enum MHD_ValueKind kind,
 static enum MHD_Result queue_reply(conn_ctx *x)
 {
     srv_reply *rp = &x->rp;
+    /* The one place every reply passes: a handler's "cannot write the
+     * store" becomes 507 when the store failed for lack of space. */
+    if (rp->status == 500 && store_full(x->s->store))
+        srv_reply_error(rp, 507, "insufficient_storage", "",
+                        "the store has no room for new results (the disk is full, or "
+                        "--max-store-bytes is reached with only pinned or pending "
+                        "results left); stored results can still be read");
     if (!rp->body) {
         rp->body = strdup("");
         rp->body_len = 0;
@@ -227,6 +365,36 @@ static enum MHD_Result dispatch(conn_ctx *x, const char *url, const char *method
     return MHD_YES;
 }
 
+/* Request smuggling and ambiguous bodies: libmicrohttpd 0.9.75 reads the
+ * first Content-Length and ignores the others, and ignores Content-Length
+ * next to Transfer-Encoding. A proxy in front may have read another. */
+typedef struct framing {
+    int content_lengths;
+    bool transfer_encoding;
+} framing;
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind,
+                                     const char *key, const char *value)
+{
+    framing *f = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0)
+        f->content_lengths++;
+    else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0)
+        f->transfer_encoding = true;
+    return MHD_YES;
+}
+
+static const char *bad_framing(struct MHD_Connection *c)
+{
+    framing f = {0, false};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+    if (f.content_lengths > 1)
+        return "more than one Content-Length header: the body's length is ambiguous";
+    if (f.content_lengths && f.transfer_encoding)
+        return "both Content-Length and Transfer-Encoding: the body's length is ambiguous";
+    return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
                                   const char *url, const char *method,
                                   const char *version, const char *upload,
@@ -244,6 +412,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         x->route = -1;
         *con_cls = x;
         atomic_fetch_add(&s->active, 1);
+        /* The head is complete: from here the body has its own deadline
+         * (cleared when the handler runs). */
+        watch_set(watch_of(c), s->watchdog ? s->watchdog->body_ns : 0);
+        const char *bad = bad_framing(c);
+        if (bad) {
+            /* Answered before the body: libmicrohttpd closes the
+             * connection after this reply. */
+            srv_reply_error(&x->rp, 400, "bad_request", "", "%s", bad);
+            return queue_reply(x);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                      MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > s->cfg.limits.max_body_bytes) {
@@ -287,6 +465,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
         return MHD_YES; /* an early reply is already queued */
     if (x->deferred)
         return queue_reply(x); /* resumed: the worker's reply */
+    watch_set(watch_of(c), 0); /* the body is in; the request deadline rules */
     return dispatch(x, url, method);
 }
 
@@ -299,6 +478,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         return;
     if (x->rp.status)
         srv_metrics_request(s->metrics, x->route, x->rp.status, srv_now() - x->t0);
+    /* A kept-alive connection must send its next head in time too. */
+    if (s->watchdog)
+        watch_set(watch_of(c), s->watchdog->header_ns);
     ctx_free(x);
     *con_cls = NULL;
     atomic_fetch_sub(&s->active, 1);
@@ -327,8 +509,14 @@ static const option_row k_options[] = {
     {"--max-connections", OPT_UINT, CFG(conn_limit), "open connections"},
     {"--max-per-ip", OPT_UINT, CFG(per_ip_limit), "connections per client IP (0: no limit)"},
     {"--connection-timeout", OPT_UINT, CFG(conn_timeout_s), "idle seconds"},
+    {"--header-timeout", OPT_UINT, CFG(header_timeout_s),
+     "seconds to send a request head (0: none)"},
+    {"--body-timeout", OPT_UINT, CFG(body_timeout_s),
+     "seconds to send a request body (0: none)"},
     {"--connection-memory", OPT_SIZE, CFG(conn_memory), "bytes of headers per connection"},
     {"--cache-bytes", OPT_SIZE, CFG(cache_bytes), "artefact LRU budget"},
+    {"--max-store-bytes", OPT_I64, CFG(max_store_bytes),
+     "SQLite store; oldest unpinned evicted (0: no cap)"},
     {"--shutdown-grace-ms", OPT_I64, CFG(shutdown_grace_ms), "in-flight work at shutdown"},
     {"--max-body", OPT_SIZE, CFG(limits.max_body_bytes), "request body bytes (413)"},
     {"--max-json-depth", OPT_INT, CFG(limits.max_json_depth), "JSON nesting"},
@@ -459,6 +647,7 @@ static struct MHD_Daemon *start_daemon(srv *s)
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg.conn_memory,
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_END);
 }
 
@@ -474,11 +663,22 @@ static bool drain(srv *s, double until)
     return true;
 }
 
+/* An evicted result's artefacts leave the LRU with it: its link answers
+ * 410 everywhere, not the summary that happened to be cached. */
+static void drop_evicted(const char *const *ids, int n, void *user)
+{
+    srv *s = user;
+    if (s->lru)
+        store_lru_drop_ids(s->lru, ids, n);
+}
+
 static void srv_free(srv *s)
 {
+    watchdog_stop(s->watchdog);
     srv_pool_free(s->pool);
     hs_render_shutdown();
     store_close(s->store);
+    api_pins_free(s->pins);
     store_lru_free(s->lru);
     api_examples_free(s->examples);
     hs_compile_cache_free(s->compile_cache);
@@ -499,8 +699,17 @@ int hs_cli_serve(int argc, char **argv)
         fprintf(stderr, "hloscope serve: %s: %s\n", s.cfg.data_dir, e.message);
         return 1;
     }
+    /* Nothing is being computed yet: a pending row was being computed by a
+     * server that died or stopped. It is marked, not computed again. */
+    api_mark_interrupted(&s, NULL,
+                         "the server stopped (a crash, a kill or a restart) while "
+                         "computing it");
     int n_examples = 0;
     s.examples = api_examples_load(s.cfg.examples_dir, &n_examples);
+    s.pins = api_pins_new(&s);
+    store_set_pins(s.store, api_pins_match, s.pins);
+    store_set_evict_hook(s.store, drop_evicted, &s);
+    store_set_limit(s.store, s.cfg.max_store_bytes);
     s.lru = store_lru_new(s.cfg.cache_bytes);
     s.compile_cache = hs_compile_cache_new(256);
     s.metrics = srv_metrics_new();
@@ -521,7 +730,9 @@ int hs_cli_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     s.pool = srv_pool_new(s.cfg.workers);
-    if (!s.lru || !s.compile_cache || !s.metrics || !s.flights || !s.pool) {
+    s.watchdog = watchdog_start(&s.cfg);
+    if (!s.lru || !s.compile_cache || !s.metrics || !s.flights || !s.pool ||
+        !s.watchdog) {
         fprintf(stderr, "hloscope serve: out of host memory\n");
         srv_free(&s);
         return 1;

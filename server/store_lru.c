@@ -171,3 +171,35 @@ void store_lru_usage(store_lru *l, size_t *bytes, size_t *entries)
     *entries = l->n;
     pthread_mutex_unlock(&l->mu);
 }
+
+static int id_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void store_lru_drop_ids(store_lru *l, const char *const *ids, int n)
+{
+    if (n <= 0)
+        return;
+    const char **sorted = malloc(sizeof *sorted * (size_t)n);
+    if (!sorted)
+        return;
+    memcpy(sorted, ids, sizeof *sorted * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, id_cmp);
+    pthread_mutex_lock(&l->mu);
+    /* One pass over the entries: an eviction drops a few dozen ids. */
+    for (entry *e = l->head, *next; e; e = next) {
+        next = e->next;
+        const char *slash = strchr(e->key, '/');
+        if (!slash || slash - e->key >= 64)
+            continue;
+        char id[64];
+        memcpy(id, e->key, (size_t)(slash - e->key));
+        id[slash - e->key] = '\0';
+        const char *key = id;
+        if (bsearch(&key, sorted, (size_t)n, sizeof *sorted, id_cmp))
+            remove_entry(l, e);
+    }
+    pthread_mutex_unlock(&l->mu);
+    free(sorted);
+}
