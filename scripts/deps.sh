@@ -1,12 +1,27 @@
 #!/usr/bin/env bash
-# Installs the Debian packages hloscope builds, tests and runs with.
-# Safe to run again: apt skips what is already installed.
+# Installs the Debian packages (Debian 12 bookworm or 13 trixie) hloscope
+# builds, tests and runs with. Safe to run again: installs only what is missing.
+#   scripts/deps.sh          everything: build, tests, benchmarks (the README's
+#                            scripts/run.sh and scripts/test.sh use this)
+#   scripts/deps.sh build    only what building the binary and the browser
+#                            explorer needs (the Dockerfile's build stage)
 set -euo pipefail
-PKGS=(build-essential cmake pkg-config
-      libjansson-dev libmicrohttpd-dev libopenblas-dev libxxhash-dev
-      libcmocka-dev libgraphviz-dev graphviz libsqlite3-dev
-      python3-numpy python3-torch curl wrk
-      chromium)
+set_name=${1:-all}
+# Building: the C toolchain and libraries (cmocka too: CMake requires it), and
+# Node.js + npm for the explorer (web/; its package.json pins build tools that
+# run on Debian 12's nodejs 18 and npm 9).
+BUILD=(build-essential cmake pkg-config ca-certificates
+       libjansson-dev libmicrohttpd-dev libopenblas-dev libxxhash-dev
+       libcmocka-dev libgraphviz-dev libsqlite3-dev)
+# Tests and benchmarks: graphviz's tools, Debian's python3 (/usr/bin/python3,
+# which the tests call by that path) with numpy and torch for the reference
+# checks, curl and wrk, chromium for the browser tests (web.e2e).
+TEST=(graphviz python3 python3-numpy python3-torch curl wrk chromium)
+case "$set_name" in
+  build) PKGS=("${BUILD[@]}") ;;
+  all)   PKGS=("${BUILD[@]}" "${TEST[@]}") ;;
+  *) echo "usage: scripts/deps.sh [build|all]" >&2; exit 2 ;;
+esac
 # Node.js for the browser explorer: Debian's nodejs and npm, unless a node
 # and npm are already there (a NodeSource nodejs bundles npm and conflicts
 # with Debian's npm package).

@@ -3,10 +3,15 @@
 # server prints its URL. Stop it with Ctrl-C (it finishes in-flight work).
 #   scripts/run.sh                 serve on 127.0.0.1:8080 (PORT, BIND, DATA
 #                                  override port, address, data directory)
-#   scripts/run.sh --build-only    build the binary only (used by the Dockerfile)
+#   scripts/run.sh --build-only    build the binary and the explorer only,
+#                                  installing only the build packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+if [ "${1:-}" = "--build-only" ]; then
+  bash scripts/deps.sh build
+else
+  bash scripts/deps.sh
+fi
 # The browser explorer (web/, served by `hloscope serve`), when npm is here.
 if command -v npm >/dev/null; then
   (cd web && npm ci --no-audit --no-fund && npm run build)
