@@ -56,7 +56,8 @@ static bool pending_abandoned(const srv *s, const store_row *row)
     return ms > 0 && (int64_t)time(NULL) - row->updated_at > ms / 1000 + 2;
 }
 
-void api_mark_interrupted(srv *s, const char *id, const char *why)
+/* The stored error of a request that did not finish (malloc'ed text). */
+static char *interrupted_text(const char *why)
 {
     char msg[512];
     snprintf(msg, sizeof msg,
@@ -67,6 +68,12 @@ void api_mark_interrupted(srv *s, const char *id, const char *why)
     json_t *err = srv_error_object("interrupted", msg, "", 0, 0, NULL);
     char *text = json_dumps(err, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(err);
+    return text;
+}
+
+void api_mark_interrupted(srv *s, const char *id, const char *why)
+{
+    char *text = interrupted_text(why);
     if (text)
         store_fail_pending(s->store, id, 500, text);
     free(text);
@@ -77,7 +84,8 @@ void api_mark_interrupted(srv *s, const char *id, const char *why)
  * answered as such). A GET never computes a pending request: the POST that
  * recorded it does, and only a POST computes it again. Returns false when
  * the row has a stored outcome to answer. */
-static bool answer_unfinished(srv *s, const char *id, store_row *row, srv_reply *rp)
+static bool answer_unfinished(srv *s, const char *id, const store_row *row,
+                              srv_reply *rp)
 {
     if (row->status == STORE_EVICTED) {
         srv_reply_error(rp, 410, "evicted", "",
@@ -94,12 +102,15 @@ static bool answer_unfinished(srv *s, const char *id, store_row *row, srv_reply 
                         id);
         return true;
     }
-    api_mark_interrupted(s, id, "it passed its deadline or was cancelled");
-    store_row_free(row);
-    int found = store_get(s->store, id, row);
-    if (found == 1 && row->status != 0 && row->summary)
-        return false;
-    srv_reply_error(rp, 500, "io", "", "cannot read the store");
+    /* Kept so that later GETs find it; answered even when the store cannot
+     * take the write (a full disk): reads go on. */
+    char *text = interrupted_text("it passed its deadline or was cancelled");
+    if (text) {
+        store_fail_pending(s->store, id, 500, text);
+        srv_reply_text(rp, 500, "application/json", text, strlen(text));
+    } else {
+        srv_reply_error(rp, 503, "host_out_of_memory", "", "out of host memory");
+    }
     return true;
 }
 

@@ -241,9 +241,11 @@ static enum MHD_Result copy_query(void *cls, enum MHD_ValueKind kind,
 static enum MHD_Result queue_reply(conn_ctx *x)
 {
     srv_reply *rp = &x->rp;
-    /* The one place every reply passes: a handler's "cannot write the
-     * store" becomes 507 when the store failed for lack of space. */
-    if (rp->status == 500 && store_full(x->s->store))
+    /* The one place every reply passes: a write's (POST's) "cannot record
+     * the request" becomes 507 when the store failed for lack of space.
+     * Reads are never 507. */
+    if (rp->status == 500 && x->rq.method && strcmp(x->rq.method, "POST") == 0 &&
+        store_full(x->s->store))
         srv_reply_error(rp, 507, "insufficient_storage", "",
                         "the store has no room for new results (the disk is full, or "
                         "--max-store-bytes is reached with only pinned or pending "
