@@ -110,6 +110,8 @@ void api_mark_interrupted(srv *s, const char *id, const char *why);
  * models (api_request.c). api_pins_match is a store_pin_fn. */
 typedef struct api_pins api_pins;
 api_pins *api_pins_new(srv *s);
+/* Changes when the set of pinned bodies does (store_set_pins). */
+uint32_t api_pins_generation(const api_pins *p);
 void api_pins_free(api_pins *p);
 bool api_pins_match(const char *request, void *user);
 

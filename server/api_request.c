@@ -321,6 +321,7 @@ struct api_pins {
     int n;
     char **bodies;
     size_t max_len;
+    uint32_t generation; /* hash of the bodies: the store re-pins when it changes */
 };
 
 static json_t *reply_json(srv_reply *rp)
@@ -361,11 +362,18 @@ api_pins *api_pins_new(srv *s)
         }
         p->bodies = grown;
         p->bodies[p->n++] = text;
+        p->generation = p->generation * 31u + (uint32_t)XXH3_64bits(text, strlen(text));
         if (strlen(text) > p->max_len)
             p->max_len = strlen(text);
     }
     json_decref(list);
     return p;
+}
+
+uint32_t api_pins_generation(const api_pins *p)
+{
+    /* 1 + ...: never 0, the user_version of a store that never had pins. */
+    return p ? 1u + p->generation : 0u;
 }
 
 void api_pins_free(api_pins *p)

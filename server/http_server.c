@@ -709,7 +709,7 @@ int hs_cli_serve(int argc, char **argv)
     int n_examples = 0;
     s.examples = api_examples_load(s.cfg.examples_dir, &n_examples);
     s.pins = api_pins_new(&s);
-    store_set_pins(s.store, api_pins_match, s.pins);
+    store_set_pins(s.store, api_pins_match, s.pins, api_pins_generation(s.pins));
     store_set_evict_hook(s.store, drop_evicted, &s);
     store_set_limit(s.store, s.cfg.max_store_bytes);
     s.lru = store_lru_new(s.cfg.cache_bytes);

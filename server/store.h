@@ -60,9 +60,12 @@ void store_row_free(store_row *row);
 int64_t store_count(store *s);
 
 /* Which rows are pinned (never evicted): pinned(request) on the canonical
- * request text; applied to the rows already stored and to every new one. */
+ * request text, for every new row. The rows already stored are pinned
+ * again only when generation (a hash of what pinned() matches) differs
+ * from the one the store was last opened with: not a scan of the whole
+ * store at every start. */
 typedef bool (*store_pin_fn)(const char *request, void *user);
-int store_set_pins(store *s, store_pin_fn pinned, void *user);
+int store_set_pins(store *s, store_pin_fn pinned, void *user, uint32_t generation);
 /* Caps the database at max_bytes (0: no cap) of used pages: past it the
  * oldest finished rows that are not pinned become tombstones, then the
  * oldest tombstones go. */

@@ -390,13 +390,21 @@ int64_t store_count(store *s)
     return n;
 }
 
-int store_set_pins(store *s, store_pin_fn pinned, void *user)
+int store_set_pins(store *s, store_pin_fn pinned, void *user, uint32_t generation)
 {
-    sqlite3_stmt *all = NULL, *set = NULL;
+    sqlite3_stmt *all = NULL, *set = NULL, *version = NULL;
     pthread_mutex_lock(&s->mu);
     s->pinned = pinned;
     s->pin_user = user;
+    /* The generation is kept in the database header's user_version. */
     int rc = -1;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &version, NULL) == SQLITE_OK &&
+        (uint32_t)pragma_int(s, version) == generation) {
+        sqlite3_finalize(version);
+        pthread_mutex_unlock(&s->mu);
+        return 0;
+    }
+    sqlite3_finalize(version);
     if (sqlite3_prepare_v2(s->db, "SELECT id, request FROM results WHERE status != 410",
                            -1, &all, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(s->db, "UPDATE results SET pinned=?2 WHERE id=?1", -1, &set,
@@ -414,6 +422,9 @@ int store_set_pins(store *s, store_pin_fn pinned, void *user)
             break;
     }
     sqlite3_reset(all);
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version=%d", (int)generation);
+    sqlite3_exec(s->db, sql, NULL, NULL, NULL);
     rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
     if (rc != 0)
         sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
