@@ -1,7 +1,8 @@
 /* test_render.c - the render module: DOT and JSON graphs of HLO modules
- * (ids, clusters, escaping, layer collapsing, budget), layout in the worker
- * process (well-formed SVG, errors, timeouts without zombies, many threads
- * at once), memory timelines and Gantt charts. */
+ * (ids, clusters, escaping, layer collapsing, budget), layout in a worker
+ * (well-formed SVG, errors, many threads at once), memory timelines and
+ * Gantt charts. The layout service's processes are tested in
+ * test_render_layout.c. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,9 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "hloscope/hs_hlo_text.h"
@@ -586,137 +584,6 @@ static void layout_rejects_bad_dot_engine_and_format(void **state)
                      HS_ERR_INVALID);
 }
 
-/* A graph that takes dot far longer than a millisecond. */
-static char *large_dot(int nodes)
-{
-    hs_buf b = {0};
-    hs__buf_puts(&b, "digraph G {\n");
-    for (int k = 1; k < nodes; k++)
-        hs__buf_printf(&b, "  n%d -> n%d; n%d -> n%d;\n", k / 2, k,
-                        (k * 7919) % nodes, k);
-    hs__buf_puts(&b, "}\n");
-    return b.data;
-}
-
-/* Pids of the live children of parent (from /proc), up to cap. */
-static int children_of(pid_t parent, pid_t *pids, int cap)
-{
-    int n = 0;
-    DIR *d = opendir("/proc");
-    assert_non_null(d);
-    struct dirent *e;
-    while ((e = readdir(d)) && n < cap) {
-        if (e->d_name[0] < '0' || e->d_name[0] > '9')
-            continue;
-        char path[300], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t len = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[len] = '\0';
-        const char *rp = strrchr(buf, ')'); /* after "pid (comm)" */
-        char state;
-        int ppid;
-        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 &&
-            ppid == parent)
-            pids[n++] = (pid_t)atoi(e->d_name);
-    }
-    closedir(d);
-    return n;
-}
-
-static void layout_timeout_cancels_and_leaves_no_zombie(void **state)
-{
-    (void)state;
-    char *dot = large_dot(3000);
-    char *out = NULL;
-    hs_error err;
-    assert_int_equal(hs_render_layout(dot, "dot", "svg", 1, &out, NULL, &err),
-                     HS_ERR_CANCELLED);
-    assert_null(out);
-    assert_string_equal(err.message, "layout timed out after 1 ms");
-    /* The worker is gone: the server killed and reaped it before it
-     * reported, so it has no child left, dead or alive. */
-    pid_t server = hs__layout_server_pid();
-    assert_true(server > 0);
-    pid_t kids[8];
-    assert_int_equal(children_of(server, kids, 8), 0);
-    /* This process's only child is the live server: nothing to reap. */
-    int status;
-    assert_int_equal(waitpid(-1, &status, WNOHANG), 0);
-    /* Stopping the server reaps it too; the next layout starts another. */
-    hs_render_shutdown();
-    errno = 0;
-    assert_int_equal(waitpid(-1, &status, WNOHANG), -1);
-    assert_int_equal(errno, ECHILD);
-    char *svg = layout("digraph { a -> b }", "dot");
-    assert_contains(svg, "<svg");
-    free(svg);
-    free(dot);
-}
-
-static void layout_server_is_restarted_when_it_dies(void **state)
-{
-    (void)state;
-    hs_error err;
-    assert_int_equal(hs_render_init(&err), HS_OK);
-    pid_t server = hs__layout_server_pid();
-    int forks = hs__layout_server_forks();
-    assert_true(server > 0);
-    kill(server, SIGKILL);
-    char *svg = layout("digraph { a -> b }", "dot");
-    assert_contains(svg, "<svg");
-    free(svg);
-    assert_int_equal(hs__layout_server_forks(), forks + 1);
-    assert_true(hs__layout_server_pid() != server);
-    /* the dead one was reaped */
-    int status;
-    assert_int_equal(waitpid(server, &status, WNOHANG), -1);
-}
-
-typedef struct slow_arg {
-    const char *dot;
-    hs_status st;
-    hs_error err;
-} slow_arg;
-
-static void *slow_layout(void *p)
-{
-    slow_arg *a = p;
-    char *out = NULL;
-    a->st = hs_render_layout(a->dot, "dot", "svg", 60000, &out, NULL, &a->err);
-    free(out);
-    return NULL;
-}
-
-static void layout_worker_crash_is_reported(void **state)
-{
-    (void)state;
-    hs_error err;
-    assert_int_equal(hs_render_init(&err), HS_OK);
-    char *dot = large_dot(3000);
-    slow_arg a = {dot, HS_OK, {0}};
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, slow_layout, &a), 0);
-    /* Find the worker and crash it. */
-    pid_t kids[8];
-    int n = 0;
-    for (int k = 0; k < 2000 && n == 0; k++) {
-        n = children_of(hs__layout_server_pid(), kids, 8);
-        if (n == 0)
-            usleep(5000);
-    }
-    assert_int_equal(n, 1);
-    kill(kids[0], SIGSEGV);
-    pthread_join(t, NULL);
-    if (a.st != HS_ERR_RUNTIME)
-        fail_msg("%s: %s", hs_status_name(a.st), a.err.message);
-    assert_string_equal(a.err.message, "layout worker crashed (signal 11)");
-    free(dot);
-}
-
 typedef struct worker_arg {
     const char *dot;
     int ok;
@@ -844,9 +711,6 @@ int main(void)
         cmocka_unit_test(layout_is_safe_from_many_threads),
         cmocka_unit_test(memory_timeline_svg_shows_the_peak),
         cmocka_unit_test(gantt_chart_has_both_lanes),
-        cmocka_unit_test(layout_worker_crash_is_reported),
-        cmocka_unit_test(layout_server_is_restarted_when_it_dies),
-        cmocka_unit_test(layout_timeout_cancels_and_leaves_no_zombie),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

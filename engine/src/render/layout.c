@@ -5,9 +5,9 @@
  * unbounded time, and a crash in it would take the server down; so no
  * layout runs in this process. A caller thread hands the layout server two
  * sockets: on the data socket it sends the DOT text to the worker the
- * server forks for it and reads the framed result back; on the status
- * socket the server says when the worker started and how it ended. The
- * server kills the worker at the deadline, so the caller only waits on
+ * server gives the job to and reads the framed result back; on the status
+ * socket the server says which worker took the job and how the job ended.
+ * The server kills the worker at the deadline, so the caller only waits on
  * sockets, with poll() and its own deadline, and never on a process. */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@
 static pthread_mutex_t server_mu = PTHREAD_MUTEX_INITIALIZER;
 static int server_fd = -1;
 static pid_t server_pid = -1;
-static int server_forks; /* servers forked so far, for tests */
+static int server_starts; /* servers started so far, for tests */
 
 /* Kills and reaps the server; its workers die with it (PDEATHSIG). A
  * server stuck at start never reads its socket, so it is not asked. */
@@ -80,26 +80,21 @@ static hs_status start_server_locked(hs_error *err)
             return hs_error_set(err, HS_ERR_RUNTIME,
                                 "cannot start the layout server: %s",
                                 strerror(errno));
-        pid_t pid = fork();
-        if (pid < 0) {
-            int e = errno;
+        pid_t pid;
+        int e = hs__layout_spawn(HS_LAYOUT_ROLE_SERVER, sv[1], &pid);
+        close(sv[1]);
+        if (e) {
             close(sv[0]);
-            close(sv[1]);
             return hs_error_set(err, HS_ERR_RUNTIME,
                                 "cannot start the layout server: %s",
                                 strerror(e));
         }
-        server_forks++;
-        if (pid == 0) {
-            close(sv[0]);
-            hs__layout_server_main(sv[1]);
-        }
-        close(sv[1]);
+        server_starts++;
         server_fd = sv[0];
         server_pid = pid;
         if (server_ready(server_fd))
             return HS_OK;
-        stop_server_locked(); /* hung at start (see layout_internal.h) */
+        stop_server_locked(); /* died or hung at start */
     }
     return hs_error_set(err, HS_ERR_RUNTIME,
                         "cannot start the layout server: not ready after %d "
@@ -125,10 +120,10 @@ void hs_render_shutdown(void)
     pthread_mutex_unlock(&server_mu);
 }
 
-int hs__layout_server_forks(void)
+int hs__layout_server_starts(void)
 {
     pthread_mutex_lock(&server_mu);
-    int n = server_forks;
+    int n = server_starts;
     pthread_mutex_unlock(&server_mu);
     return n;
 }
@@ -303,13 +298,13 @@ static void read_result(int fd, reader *r, int64_t deadline)
 }
 
 typedef enum exit_news {
-    EXIT_REPORTED,   /* *exit_status is set */
+    EXIT_REPORTED,   /* *exit_status is set: the job is over */
     EXIT_NO_NEWS,    /* nothing by the deadline */
     SERVER_LOST,     /* the server died after starting the worker */
     SERVER_LOST_EARLY /* the server died before starting it */
 } exit_news;
 
-/* Reads the server's reports until the worker's exit (or until deadline). */
+/* Reads the server's reports until the job is over (or until deadline). */
 static exit_news read_exit(int fd, hs_layout_status *exit_status,
                            int64_t deadline)
 {
@@ -329,7 +324,7 @@ static exit_news read_exit(int fd, hs_layout_status *exit_status,
         if (s.magic != HS_LAYOUT_MAGIC)
             continue;
         started |= s.event == HS_LAYOUT_STARTED;
-        if (s.event == HS_LAYOUT_EXITED) {
+        if (s.event == HS_LAYOUT_FINISHED) {
             *exit_status = s;
             return EXIT_REPORTED;
         }
@@ -347,7 +342,7 @@ static int index_of(const char *s, const char *const *list, int n)
     return -1;
 }
 
-static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
+static hs_status judge(const reader *r, bool finished, const hs_layout_status *x,
                        int64_t timeout_ms, int64_t deadline, hs_error *err)
 {
     if (complete(r)) {
@@ -369,7 +364,7 @@ static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
         hs__buf_free(&msg);
         return st;
     }
-    if (exited && x->timed_out)
+    if (finished && x->timed_out)
         return hs_error_set(err, HS_ERR_CANCELLED,
                             "layout timed out after %lld ms",
                             (long long)timeout_ms);
@@ -381,11 +376,11 @@ static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
                             (size_t)HS_RENDER_MAX_OUTPUT_BYTES);
     if (r->nomem)
         return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
-    if (exited && x->error)
+    if (finished && x->error)
         return hs_error_set(err, HS_ERR_RUNTIME,
                             "cannot start layout worker: %s",
                             strerror(x->error));
-    if (exited && WIFSIGNALED(x->wstatus)) {
+    if (finished && WIFSIGNALED(x->wstatus)) {
         if (WTERMSIG(x->wstatus) == SIGXCPU)
             return hs_error_set(err, HS_ERR_CANCELLED,
                                 "layout timed out after %lld ms",
@@ -394,9 +389,9 @@ static hs_status judge(const reader *r, bool exited, const hs_layout_status *x,
                             "layout worker crashed (signal %d)",
                             WTERMSIG(x->wstatus));
     }
-    if (exited)
+    if (finished)
         return hs_error_set(err, HS_ERR_RUNTIME,
-                            "layout worker exited (status %d) without a result",
+                            "layout worker ended (status %d) without a result",
                             WIFEXITED(x->wstatus) ? WEXITSTATUS(x->wstatus)
                                                   : -1);
     if (hs__now_ms() >= deadline)

@@ -2,19 +2,25 @@
  * each other.
  *
  *   caller threads ──request + 2 fds (SOCK_SEQPACKET)──> layout server
- *                                                         │ fork per request
- *   caller <──DOT / result frame (data socket)──> worker ─┘
- *   caller <──STARTED pid, EXITED status (status socket)── layout server
+ *                                                         │ hands the job to
+ *   caller <──DOT / result frame (data socket)──> worker ─┘ a warm worker
+ *   caller <──STARTED pid, FINISHED status (status socket)── layout server
  *
- * The layout server is forked once (hs_render_init, or the first layout)
- * and is single-threaded, so every worker it forks is a clean copy: no
- * lock of another thread can be held in it, whatever allocator the
- * program uses. The one fork from the program is checked: the server first
- * allocates a block of every allocator size class (a lock that another
- * thread held at the fork would hang it there), warms up, and only then
- * says READY; one that does not is killed and forked again. The server warms Graphviz once; workers inherit it. It
- * kills a worker at the request's deadline and reports how each worker
- * ended, so the caller never waits on a process it did not start. */
+ * Every layout process starts from a clean image: the program spawns the
+ * server, and the server its workers, with posix_spawn of the program's own
+ * executable (/proc/self/exe), which a constructor in layout_spawn.c turns
+ * into the server or a worker before main() runs. Nothing in them is a
+ * copy of a process where a thread ran, so no lock can be held in them by a
+ * thread that does not exist there; the libraries a worker loads (Pango
+ * starts a fontconfig thread while Graphviz warms up) may start threads of
+ * their own, because nothing ever forks from a worker.
+ *
+ * The server keeps HS_LAYOUT_SPARE workers warm and idle ahead of need,
+ * so that a layout does not wait for an exec and Graphviz's start. It
+ * hands each job to an idle worker, which runs that one job and exits
+ * (layout_worker.c says why one), spawns a replacement, kills a worker at
+ * the job's deadline, and reports how each job ended, so the caller never
+ * waits on a process it did not start. */
 #ifndef HLOSCOPE_LAYOUT_INTERNAL_H
 #define HLOSCOPE_LAYOUT_INTERNAL_H
 
@@ -23,12 +29,22 @@
 #include <sys/types.h>
 
 enum {
-    HS_LAYOUT_MAGIC = 0x594c5348, /* "HSLY" */
+    HS_LAYOUT_MAGIC = 0x32594c48, /* "HLY2": protocol 2 (spawned workers) */
     HS_LAYOUT_GRACE_MS = 2000,    /* caller waits this long past the
                                      deadline for the server's report */
-    HS_LAYOUT_START_MS = 5000,    /* a server not ready by then is killed
-                                     and started again */
+    HS_LAYOUT_START_MS = 5000,    /* a server or worker not ready by then
+                                     is killed (and started again) */
     HS_LAYOUT_START_TRIES = 3,
+    HS_LAYOUT_IDLE_MS = 30000,    /* idle workers beyond the spares (after
+                                     a burst) leave after this long */
+    HS_LAYOUT_CTL_FD = 3          /* a layout process's control socket */
+};
+
+/* Defaults of the server's pool, each overridable by the environment
+ * variable of the same name (read by the server at its start). */
+enum {
+    HS_LAYOUT_SPARE = 2,       /* idle warm workers kept ready */
+    HS_LAYOUT_MAX_WORKERS = 16 /* workers at once; more requests queue */
 };
 
 /* Engines and formats the worker accepts, by index. */
@@ -37,7 +53,8 @@ extern const int hs__layout_n_engines;
 extern const char *const hs__layout_formats[];
 extern const int hs__layout_n_formats;
 
-/* caller -> server, with the data and status sockets as SCM_RIGHTS */
+/* caller -> server, with the data and status sockets as SCM_RIGHTS; the
+ * same message server -> worker, with the data socket only */
 typedef struct hs_layout_request {
     uint32_t magic;
     uint32_t engine, format;
@@ -59,20 +76,20 @@ typedef struct hs_layout_frame {
     uint64_t len;
 } hs_layout_frame;
 
-/* server -> caller on the status socket */
 typedef enum hs_layout_event {
-    HS_LAYOUT_STARTED = 1, /* pid set */
-    HS_LAYOUT_EXITED = 2,  /* wstatus, timed_out set */
-    HS_LAYOUT_READY = 3    /* server -> program on the control socket */
+    HS_LAYOUT_STARTED = 1,  /* server -> caller: a worker has the job (pid) */
+    HS_LAYOUT_FINISHED = 2, /* server -> caller: the job is over (wstatus,
+                               timed_out, error) */
+    HS_LAYOUT_READY = 3     /* server -> program, worker -> server */
 } hs_layout_event;
 
 typedef struct hs_layout_status {
     uint32_t magic;
     int32_t event;
     int32_t pid;
-    int32_t wstatus;   /* as from waitpid */
+    int32_t wstatus;   /* the worker's, as from waitpid */
     int32_t timed_out; /* killed at the deadline (or never started) */
-    int32_t error;     /* errno when the server could not fork */
+    int32_t error;     /* errno when no worker could be started */
 } hs_layout_status;
 
 int64_t hs__now_ms(void);
@@ -80,22 +97,32 @@ int64_t hs__now_ms(void);
 bool hs__write_all(int fd, const void *data, size_t n);
 /* Closes every descriptor from `from` on. */
 void hs__close_from(int from);
-/* Every signal back to its default action, none blocked: a helper process
- * must not run the program's handlers (they belong to its other state). */
-void hs__default_signals(void);
+/* Sends one status message (a SOCK_SEQPACKET record or stream bytes). */
+bool hs__send_status(int fd, int event, pid_t pid, int wstatus,
+                     bool timed_out, int error);
 
-/* The server's loop on control socket fd; never returns. */
-void hs__layout_server_main(int fd) __attribute__((noreturn));
-/* Loads Graphviz's plugins and text metrics once (in the server). */
-void hs__layout_warm_up(void);
-/* A worker: reads the DOT from data_fd, lays it out, writes the frame and
- * payload, exits. It dies with the server (pid server). */
-void hs__layout_worker_main(int data_fd, const hs_layout_request *rq,
-                            pid_t server) __attribute__((noreturn));
+/* ---- starting a layout process (layout_spawn.c) -------------------------- */
+
+typedef enum hs_layout_role {
+    HS_LAYOUT_ROLE_SERVER,
+    HS_LAYOUT_ROLE_WORKER
+} hs_layout_role;
+
+/* Starts a new process from this program's executable (or the one named by
+ * HS_LAYOUT_EXE) in the given role, with ctl_fd as its descriptor 3,
+ * /dev/null as stdin and stdout, stderr shared, no other descriptor, every
+ * signal at its default and none blocked. 0 or an errno value. */
+int hs__layout_spawn(hs_layout_role role, int ctl_fd, pid_t *pid);
+
+/* The server's loop on its control socket; never returns. */
+void hs__layout_server_main(void) __attribute__((noreturn));
+/* A worker's life: warm Graphviz, say READY, run the one job the server
+ * hands it, exit. It dies with the server (pid server). */
+void hs__layout_worker_main(pid_t server) __attribute__((noreturn));
 
 /* The server's pid, or -1 when none is running, and how many servers were
- * forked so far (for tests). */
+ * started so far (for tests). */
 pid_t hs__layout_server_pid(void);
-int hs__layout_server_forks(void);
+int hs__layout_server_starts(void);
 
 #endif

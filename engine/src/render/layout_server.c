@@ -1,10 +1,10 @@
-/* layout_server.c - the layout server: a single-threaded process, forked
- * once from the program, that forks one worker per layout request. Being
- * single-threaded is the point: a fork from it never copies a lock that
- * another thread held, so workers are safe whatever the program's threads
- * and allocator do. It warms Graphviz before serving, kills workers at
- * their deadline, reaps them, and tells each caller how its worker ended.
- * It exits when the program closes the control socket (or dies). */
+/* layout_server.c - the layout server: a process spawned once by the
+ * program (layout_spawn.c) that keeps a few warm workers ready, spawned the
+ * same way, hands each layout request to an idle one (one job per worker:
+ * layout_worker.c says why), spawns its replacement, kills a worker at its
+ * job's deadline, reaps it and tells the caller how the job ended. It
+ * never runs Graphviz itself, and it exits when the program closes the
+ * control socket (or dies). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -16,6 +16,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "render/layout_internal.h"
 
@@ -56,27 +59,46 @@ void hs__close_from(int from)
         close((int)k);
 }
 
-void hs__default_signals(void)
+bool hs__send_status(int fd, int event, pid_t pid, int wstatus,
+                     bool timed_out, int error)
 {
-    for (int sig = 1; sig < NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
-            signal(sig, SIG_DFL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+    hs_layout_status s = {HS_LAYOUT_MAGIC, event, (int32_t)pid, wstatus,
+                          timed_out, error};
+    return hs__write_all(fd, &s, sizeof s);
 }
 
-/* ---- workers in flight -------------------------------------------------- */
+/* ---- the pool ------------------------------------------------------------- */
+
+typedef enum wstate {
+    W_STARTING, /* spawned, warming Graphviz */
+    W_IDLE,
+    W_BUSY,   /* has its one job */
+    W_LEAVING /* retired or killed: waiting to be reaped */
+} wstate;
 
 typedef struct worker {
     pid_t pid;
-    int status_fd;
-    int64_t deadline_ms;
-    bool timed_out;
+    int fd; /* socket to the worker; -1 once closed */
+    wstate state;
+    int64_t since_ms;    /* when it was spawned (STARTING) or went idle */
+    int status_fd;       /* the current job's caller (BUSY) */
+    int64_t deadline_ms; /* the current job's deadline (BUSY) */
+    bool timed_out;      /* killed at that deadline */
 } worker;
+
+/* A request waiting for an idle worker. */
+typedef struct job {
+    hs_layout_request rq;
+    int data_fd, status_fd;
+} job;
 
 static worker *workers;
 static int n_workers, cap_workers;
+static job *queue;
+static int n_queued, cap_queued;
+static int spare = HS_LAYOUT_SPARE, max_workers = HS_LAYOUT_MAX_WORKERS;
+static int start_failures; /* workers in a row that died before READY */
+static int last_start_status; /* wstatus of the last one */
 static int wake_pipe[2] = {-1, -1};
 
 static void on_sigchld(int sig)
@@ -89,12 +111,187 @@ static void on_sigchld(int sig)
     errno = saved;
 }
 
-static void report(int fd, int event, pid_t pid, int wstatus, bool timed_out,
-                   int error)
+/* A pool setting from the environment, within [lo, hi], else dflt. */
+static int setting(const char *name, int dflt, int lo, int hi)
 {
-    hs_layout_status s = {HS_LAYOUT_MAGIC, event, (int32_t)pid, wstatus,
-                          timed_out, error};
-    hs__write_all(fd, &s, sizeof s); /* the caller may have gone: fine */
+    const char *v = getenv(name);
+    char *end;
+    long n = v ? strtol(v, &end, 10) : 0;
+    if (!v || end == v || *end || n < lo || n > hi)
+        return dflt;
+    return (int)n;
+}
+
+static int count(wstate s)
+{
+    int n = 0;
+    for (int k = 0; k < n_workers; k++)
+        n += workers[k].state == s;
+    return n;
+}
+
+static worker *find(pid_t pid)
+{
+    for (int k = 0; k < n_workers; k++)
+        if (workers[k].pid == pid)
+            return &workers[k];
+    return NULL;
+}
+
+/* Ends the worker's current job with a FINISHED report to its caller. */
+static void finish_job(worker *w, int wstatus)
+{
+    hs__send_status(w->status_fd, HS_LAYOUT_FINISHED, w->pid, wstatus,
+                    w->timed_out, 0); /* the caller may have gone: fine */
+    close(w->status_fd);
+    w->status_fd = -1;
+}
+
+/* Closes the worker's socket: it exits on the EOF and is reaped later. */
+static void retire(worker *w)
+{
+    if (w->fd >= 0)
+        close(w->fd);
+    w->fd = -1;
+    w->state = W_LEAVING;
+}
+
+static int spawn_worker(void)
+{
+    if (n_workers == cap_workers) {
+        int cap = cap_workers ? cap_workers * 2 : 8;
+        worker *w = realloc(workers, sizeof *w * (size_t)cap);
+        if (!w)
+            return ENOMEM;
+        workers = w;
+        cap_workers = cap;
+    }
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return errno;
+    pid_t pid;
+    int e = hs__layout_spawn(HS_LAYOUT_ROLE_WORKER, sv[1], &pid);
+    close(sv[1]);
+    if (e) {
+        close(sv[0]);
+        return e;
+    }
+    workers[n_workers++] = (worker){pid, sv[0], W_STARTING, hs__now_ms(), -1,
+                                    0, false};
+    return 0;
+}
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+static void drop_job(int k, pid_t pid, int wstatus, bool timed_out, int error)
+{
+    close(queue[k].data_fd);
+    hs__send_status(queue[k].status_fd, HS_LAYOUT_FINISHED, pid, wstatus,
+                    timed_out, error);
+    close(queue[k].status_fd);
+    memmove(&queue[k], &queue[k + 1], sizeof *queue * (size_t)(n_queued - k - 1));
+    n_queued--;
+}
+
+/* Sends job j to idle worker w; false when the worker is gone. */
+static bool hand(worker *w, const job *j)
+{
+    char control[CMSG_SPACE(sizeof(int))];
+    memset(control, 0, sizeof control);
+    struct iovec iov = {(void *)&j->rq, sizeof j->rq};
+    struct msghdr msg = {0};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &j->data_fd, sizeof(int));
+    ssize_t n;
+    do
+        n = sendmsg(w->fd, &msg, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n != (ssize_t)sizeof j->rq) {
+        kill(w->pid, SIGKILL);
+        retire(w);
+        return false;
+    }
+    close(j->data_fd);
+    w->state = W_BUSY;
+    w->status_fd = j->status_fd;
+    w->deadline_ms = j->rq.deadline_ms;
+    w->timed_out = false;
+    hs__send_status(w->status_fd, HS_LAYOUT_STARTED, w->pid, 0, false, 0);
+    return true;
+}
+
+/* Queued jobs to idle workers, oldest first; then spawns what the queue and
+ * the spares need. After failed starts only demand spawns, one at a time. */
+static void dispatch(void)
+{
+    int64_t now = hs__now_ms();
+    for (int k = 0; k < n_queued;) {
+        if (now >= queue[k].rq.deadline_ms) {
+            drop_job(k, 0, 0, true, 0); /* timed out, nothing to kill */
+            continue;
+        }
+        k++;
+    }
+    while (n_queued > 0) {
+        worker *idle = NULL;
+        for (int k = 0; k < n_workers && !idle; k++)
+            if (workers[k].state == W_IDLE)
+                idle = &workers[k];
+        if (!idle)
+            break;
+        if (hand(idle, &queue[0])) {
+            memmove(&queue[0], &queue[1], sizeof *queue * (size_t)(n_queued - 1));
+            n_queued--;
+        }
+    }
+    for (;;) {
+        int idle = count(W_IDLE), starting = count(W_STARTING);
+        int live = n_workers - count(W_LEAVING);
+        bool want = start_failures >= HS_LAYOUT_START_TRIES
+                        ? starting == 0 && n_queued > 0
+                        : idle + starting < n_queued + spare;
+        if (!want || live >= max_workers)
+            break;
+        int e = spawn_worker();
+        if (e) {
+            /* With no worker left to serve them, the queued jobs learn why
+             * now; otherwise they wait for a busy one. */
+            while (live == 0 && n_queued > 0)
+                drop_job(0, 0, 0, false, e);
+            break;
+        }
+    }
+}
+
+/* A message from worker w: READY after its warm-up; EOF when it exits. */
+static void from_worker(worker *w)
+{
+    hs_layout_status s;
+    ssize_t n = recv(w->fd, &s, sizeof s, MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        return;
+    if (n == (ssize_t)sizeof s && s.magic == HS_LAYOUT_MAGIC &&
+        s.event == HS_LAYOUT_READY && w->state == W_STARTING) {
+        w->state = W_IDLE;
+        w->since_ms = hs__now_ms();
+        start_failures = 0;
+        return;
+    }
+    /* Gone (its exit is reaped) or not ours: either way, done with it. A
+     * busy worker's end is reported when it is reaped. */
+    close(w->fd);
+    w->fd = -1;
+    if (w->state != W_BUSY) {
+        kill(w->pid, SIGKILL);
+        w->state = W_LEAVING;
+    }
 }
 
 static void reap(void)
@@ -102,50 +299,78 @@ static void reap(void)
     int wstatus;
     pid_t pid;
     while ((pid = waitpid(-1, &wstatus, WNOHANG)) > 0) {
-        for (int k = 0; k < n_workers; k++) {
-            if (workers[k].pid != pid)
-                continue;
-            report(workers[k].status_fd, HS_LAYOUT_EXITED, pid, wstatus,
-                   workers[k].timed_out, 0);
-            close(workers[k].status_fd);
-            workers[k] = workers[--n_workers];
-            break;
+        worker *w = find(pid);
+        if (!w)
+            continue;
+        if (w->state == W_BUSY)
+            finish_job(w, wstatus);
+        if (w->state == W_STARTING) {
+            start_failures++;
+            last_start_status = wstatus;
+        }
+        if (w->fd >= 0)
+            close(w->fd);
+        *w = workers[--n_workers];
+    }
+    /* Workers that keep dying at start will not serve the queue: say so. */
+    while (start_failures >= HS_LAYOUT_START_TRIES && n_queued > 0 &&
+           count(W_STARTING) == 0 && count(W_IDLE) == 0 &&
+           count(W_BUSY) == 0)
+        drop_job(0, 0, last_start_status, false, 0);
+}
+
+/* Deadlines: jobs past theirs are killed, workers that do not warm up in
+ * time are killed, idle workers beyond the spares leave. */
+static void enforce(int64_t now)
+{
+    int idle = count(W_IDLE);
+    for (int k = 0; k < n_workers; k++) {
+        worker *w = &workers[k];
+        if (w->state == W_BUSY && !w->timed_out && now >= w->deadline_ms) {
+            kill(w->pid, SIGKILL);
+            w->timed_out = true;
+        } else if (w->state == W_STARTING && !w->timed_out &&
+                   now >= w->since_ms + HS_LAYOUT_START_MS) {
+            kill(w->pid, SIGKILL); /* reaped as a failed start */
+            w->timed_out = true;
+        } else if (w->state == W_IDLE && idle > spare &&
+                   now >= w->since_ms + HS_LAYOUT_IDLE_MS) {
+            retire(w);
+            idle--;
         }
     }
 }
 
-static void kill_late(int64_t now)
-{
-    for (int k = 0; k < n_workers; k++)
-        if (!workers[k].timed_out && now >= workers[k].deadline_ms) {
-            kill(workers[k].pid, SIGKILL);
-            workers[k].timed_out = true;
-        }
-}
-
 static int poll_timeout(int64_t now)
 {
-    int64_t t = -1;
-    for (int k = 0; k < n_workers; k++)
-        if (!workers[k].timed_out) {
-            int64_t left = workers[k].deadline_ms - now;
-            if (left < 0)
-                left = 0;
-            if (t < 0 || left < t)
-                t = left;
-        }
-    return t > 60000 ? 60000 : (int)t;
+    int64_t t = 60000;
+    int idle = count(W_IDLE);
+    for (int k = 0; k < n_workers; k++) {
+        const worker *w = &workers[k];
+        int64_t at = INT64_MAX;
+        if (w->state == W_BUSY && !w->timed_out)
+            at = w->deadline_ms;
+        else if (w->state == W_STARTING && !w->timed_out)
+            at = w->since_ms + HS_LAYOUT_START_MS;
+        else if (w->state == W_IDLE && idle > spare)
+            at = w->since_ms + HS_LAYOUT_IDLE_MS;
+        if (at - now < t)
+            t = at - now;
+    }
+    for (int k = 0; k < n_queued; k++)
+        if (queue[k].rq.deadline_ms - now < t)
+            t = queue[k].rq.deadline_ms - now;
+    return t < 0 ? 0 : (int)t;
 }
 
 /* ---- requests ------------------------------------------------------------ */
 
 /* Receives one request and its two sockets. Returns 0 when the program
  * closed the control socket, -1 for a message to ignore, 1 otherwise. */
-static int receive(int ctl, hs_layout_request *rq, int *data_fd,
-                   int *status_fd)
+static int receive(int ctl, job *j)
 {
     char control[CMSG_SPACE(2 * sizeof(int))];
-    struct iovec iov = {rq, sizeof *rq};
+    struct iovec iov = {&j->rq, sizeof j->rq};
     struct msghdr msg = {0};
     msg.msg_iov = &iov;
     msg.msg_iovlen = 1;
@@ -160,64 +385,44 @@ static int receive(int ctl, hs_layout_request *rq, int *data_fd,
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
             int k = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            for (int j = 0; j < k; j++) {
+            for (int i = 0; i < k; i++) {
                 int fd;
-                memcpy(&fd, CMSG_DATA(c) + j * sizeof(int), sizeof fd);
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
                 if (n_fds < 2)
                     fds[n_fds++] = fd;
                 else
                     close(fd);
             }
         }
-    if (n != (ssize_t)sizeof *rq || n_fds != 2 ||
-        rq->magic != HS_LAYOUT_MAGIC ||
-        rq->engine >= (uint32_t)hs__layout_n_engines ||
-        rq->format >= (uint32_t)hs__layout_n_formats) {
+    if (n != (ssize_t)sizeof j->rq || n_fds != 2 ||
+        j->rq.magic != HS_LAYOUT_MAGIC ||
+        j->rq.engine >= (uint32_t)hs__layout_n_engines ||
+        j->rq.format >= (uint32_t)hs__layout_n_formats) {
         for (int k = 0; k < n_fds; k++)
             close(fds[k]);
         return -1;
     }
-    *data_fd = fds[0];
-    *status_fd = fds[1];
+    j->data_fd = fds[0];
+    j->status_fd = fds[1];
     return 1;
 }
 
-static void start_worker(int ctl, const hs_layout_request *rq, int data_fd,
-                         int status_fd)
+static void enqueue(const job *j)
 {
-    if (hs__now_ms() >= rq->deadline_ms) {
-        /* Too late to start: timed out, with nothing to kill. */
-        close(data_fd);
-        report(status_fd, HS_LAYOUT_EXITED, 0, 0, true, 0);
-        close(status_fd);
-        return;
-    }
-    if (n_workers == cap_workers) {
-        int cap = cap_workers ? cap_workers * 2 : 16;
-        worker *w = realloc(workers, sizeof *w * (size_t)cap);
-        if (!w) {
-            close(data_fd);
-            report(status_fd, HS_LAYOUT_EXITED, 0, 0, false, ENOMEM);
-            close(status_fd);
+    if (n_queued == cap_queued) {
+        int cap = cap_queued ? cap_queued * 2 : 16;
+        job *q = realloc(queue, sizeof *q * (size_t)cap);
+        if (!q) {
+            close(j->data_fd);
+            hs__send_status(j->status_fd, HS_LAYOUT_FINISHED, 0, 0, false,
+                            ENOMEM);
+            close(j->status_fd);
             return;
         }
-        workers = w;
-        cap_workers = cap;
+        queue = q;
+        cap_queued = cap;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(ctl);
-        hs__layout_worker_main(data_fd, rq, getppid());
-    }
-    int e = errno;
-    close(data_fd);
-    if (pid < 0) {
-        report(status_fd, HS_LAYOUT_EXITED, 0, 0, false, e);
-        close(status_fd);
-        return;
-    }
-    workers[n_workers++] = (worker){pid, status_fd, rq->deadline_ms, false};
-    report(status_fd, HS_LAYOUT_STARTED, pid, 0, false, 0);
+    queue[n_queued++] = *j;
 }
 
 static void shut_down(void)
@@ -229,40 +434,24 @@ static void shut_down(void)
     _exit(0);
 }
 
-/* Allocates and frees a block of every size class, small to large. A fork
- * from a threaded program copies allocator locks as they were; one held by
- * another thread at that instant hangs us here, before READY, and the
- * program forks a new server. */
-static void probe_allocator(void)
+/* Worker sockets to poll, after the control socket and the wake pipe. */
+static int poll_set(struct pollfd *p, int cap, pid_t *whose)
 {
-    for (size_t size = 1; size <= ((size_t)4 << 20); size += size / 8 + 1) {
-        volatile char *p = malloc(size);
-        if (!p)
-            _exit(1);
-        p[0] = 1;
-        p[size - 1] = 1;
-        free((void *)p);
-    }
+    int n = 0;
+    for (int k = 0; k < n_workers && n < cap; k++)
+        if (workers[k].fd >= 0) {
+            p[n] = (struct pollfd){workers[k].fd, POLLIN, 0};
+            whose[n++] = workers[k].pid;
+        }
+    return n;
 }
 
-void hs__layout_server_main(int ctl)
+void hs__layout_server_main(void)
 {
-    if (ctl != 3) {
-        if (dup2(ctl, 3) < 0)
-            _exit(1);
-        ctl = 3;
-    }
-    hs__close_from(4);
-    /* The program's stdin and stdout are not ours; stderr stays for
-     * diagnostics from the libraries. */
-    int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null_fd >= 0) {
-        dup2(null_fd, 0);
-        dup2(null_fd, 1);
-        if (null_fd > 3)
-            close(null_fd);
-    }
-    hs__default_signals();
+    int ctl = HS_LAYOUT_CTL_FD;
+#ifdef __linux__
+    prctl(PR_SET_NAME, "hs-layout-srv");
+#endif
     signal(SIGPIPE, SIG_IGN);
     signal(SIGINT, SIG_IGN); /* the program decides when we stop */
     if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
@@ -272,35 +461,50 @@ void hs__layout_server_main(int ctl)
     sa.sa_handler = on_sigchld;
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
+    spare = setting("HS_LAYOUT_SPARE", HS_LAYOUT_SPARE, 0, 64);
+    max_workers = setting("HS_LAYOUT_MAX_WORKERS", HS_LAYOUT_MAX_WORKERS, 1,
+                          256);
+    if (spare > max_workers)
+        spare = max_workers;
 
-    probe_allocator();
-    hs__layout_warm_up();
-    hs_layout_status ready = {HS_LAYOUT_MAGIC, HS_LAYOUT_READY, getpid(), 0, 0,
-                              0};
-    if (send(ctl, &ready, sizeof ready, MSG_NOSIGNAL) != sizeof ready)
+    dispatch(); /* the spares start warming now */
+    if (!hs__send_status(ctl, HS_LAYOUT_READY, getpid(), 0, false, 0))
         _exit(1);
 
+    enum { MAX_POLL = 2 + 256 };
+    struct pollfd p[MAX_POLL];
+    pid_t whose[MAX_POLL];
     for (;;) {
-        int64_t now = hs__now_ms();
-        struct pollfd p[2] = {{ctl, POLLIN, 0}, {wake_pipe[0], POLLIN, 0}};
-        int n = poll(p, 2, poll_timeout(now));
+        p[0] = (struct pollfd){ctl, POLLIN, 0};
+        p[1] = (struct pollfd){wake_pipe[0], POLLIN, 0};
+        int n_w = poll_set(p + 2, MAX_POLL - 2, whose);
+        int n = poll(p, (nfds_t)(2 + n_w), poll_timeout(hs__now_ms()));
         if (n < 0 && errno != EINTR)
             shut_down();
+        if (n < 0)
+            continue;
         if (p[1].revents) {
             char buf[64];
             while (read(wake_pipe[0], buf, sizeof buf) > 0) {
             }
         }
+        /* Messages before exits: a READY sent before a worker died. */
+        for (int k = 0; k < n_w; k++)
+            if (p[2 + k].revents) {
+                worker *w = find(whose[k]);
+                if (w && w->fd == p[2 + k].fd)
+                    from_worker(w);
+            }
         reap();
-        kill_late(hs__now_ms());
+        enforce(hs__now_ms());
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            hs_layout_request rq;
-            int data_fd, status_fd;
-            int r = receive(ctl, &rq, &data_fd, &status_fd);
+            job j;
+            int r = receive(ctl, &j);
             if (r == 0)
                 shut_down();
             if (r > 0)
-                start_worker(ctl, &rq, data_fd, status_fd);
+                enqueue(&j);
         }
+        dispatch();
     }
 }
