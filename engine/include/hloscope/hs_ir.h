@@ -162,12 +162,37 @@ hs_shape hs_shape_scalar(hs_dtype t);
 /* A tuple shape; elems are copied into the arena. */
 hs_shape hs_shape_tuple(hs_arena *a, int n, const hs_shape *elems);
 bool hs_shape_is_tuple(const hs_shape *s);
-int64_t hs_shape_elements(const hs_shape *s); /* 1 for scalars; tuples: 0 */
+/* The largest array hloscope accepts: 2^44 elements and 2^44 bytes
+ * (16 TiB), far above any real tensor (a 70B model's largest weight is
+ * about 2^31 bytes) and far below int64; the size functions below
+ * saturate rather than wrap.
+ * Parser, builder and verifier refuse larger shapes (hs_shape_check_size),
+ * so every count, stride and offset of an accepted array fits int64. */
+#define HS_MAX_ARRAY_ELEMENTS (INT64_C(1) << 44)
+#define HS_MAX_ARRAY_BYTES (INT64_C(1) << 44)
+/* The verifier's bound on the bytes of all results of a module together,
+ * which bounds every sum of live bytes the buffer analyses form. */
+#define HS_MAX_MODULE_BYTES (INT64_C(1) << 62)
+
+/* 1 for scalars; tuples: 0. Saturates at INT64_MAX instead of
+ * overflowing (a shape hs_shape_check_size refused). */
+int64_t hs_shape_elements(const hs_shape *s);
 /* Array bytes (bits rounded up). A tuple's own buffer is its index table:
- * 8 bytes per element. */
+ * 8 bytes per element. Saturates at INT64_MAX. */
 int64_t hs_shape_bytes(const hs_shape *s);
-/* All leaf bytes of a (possibly nested) tuple, plus index tables. */
+/* All leaf bytes of a (possibly nested) tuple, plus index tables.
+ * Saturates at INT64_MAX. */
 int64_t hs_shape_total_bytes(const hs_shape *s);
+/* HS_OK when every array in s (tuples: every leaf) has non-negative
+ * dimensions (or '?' dynamic ones) and at most HS_MAX_ARRAY_ELEMENTS
+ * elements and HS_MAX_ARRAY_BYTES bytes; otherwise HS_ERR_LIMIT with a
+ * message that quotes the shape, e.g. "f32[4294967296,4294967296] has
+ * 2^64 elements, more than the 2^44 ...". The caller adds where. */
+hs_status hs_shape_check_size(const hs_shape *s, hs_error *err);
+/* Saturating int64 arithmetic for byte and FLOP sums: the result is
+ * clamped to [INT64_MIN, INT64_MAX] instead of overflowing. */
+int64_t hs_sat_add(int64_t a, int64_t b);
+int64_t hs_sat_mul(int64_t a, int64_t b);
 /* Dimensions and element type equal (layout and memory space ignored). */
 bool hs_shape_compatible(const hs_shape *a, const hs_shape *b);
 /* Prints e.g. "f32[1,1024]{1,0}" or "(f32[2], s32[])". with_layout adds the
@@ -366,6 +391,16 @@ bool hs_reads_elementwise(const hs_instruction *user, int operand);
 /* Copying between modules (clone, inlining)                                */
 /* ------------------------------------------------------------------------ */
 
+/* A pad's padding={lo_hi_interior x ...} attribute, per dimension. */
+typedef struct hs_padding {
+    int rank;
+    int64_t lo[HS_MAX_RANK], hi[HS_MAX_RANK], interior[HS_MAX_RANK];
+} hs_padding;
+/* Reads pad instruction i's padding attribute for an operand of the given
+ * rank. HS_ERR_SHAPE with a message when it is missing, malformed, has a
+ * negative interior or another rank. */
+hs_status hs_instruction_padding(const hs_instruction *i, int rank,
+                                 hs_padding *out, hs_error *err);
 /* Bytes of i's decoded literal: 0 when it has none or its element type is
  * narrower than a byte (those stay as literal_text). */
 int64_t hs_instruction_literal_bytes(const hs_instruction *i);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
+#include "hloscope/hs_infer.h"
 
 void dev_row_major_strides(const int64_t *dims, int rank, int64_t *strides)
 {
@@ -488,55 +489,44 @@ hs_status dev_k_dynamic_update_slice(dev_ctx *x, const dev_step *s,
 
 /* ---- pad ----------------------------------------------------------------- */
 
-static bool parse_i64(const char **p, int64_t *v)
-{
-    char *end;
-    long long n = strtoll(*p, &end, 10);
-    if (end == *p)
-        return false;
-    *v = n;
-    *p = end;
-    return true;
-}
-
+/* The padding as lo, hi, interior per dimension, checked against the
+ * shapes by the pad shape rule (again here: the kernel's offsets rely on
+ * it, and a module may reach the device without the verifier). */
 int64_t *dev_pad_config(dev_ctx *x, const hs_instruction *in)
 {
-    const hs_shape *os = &in->operands[0]->shape, *rs = &in->shape;
-    int rank = rs->rank;
-    const char *text = NULL;
-    for (int k = 0; k < in->n_extra; k++)
-        if (strcmp(in->extra[k].key, "padding") == 0)
-            text = in->extra[k].value;
+    int rank = in->shape.rank;
+    hs_padding pad;
+    hs_shape rule;
+    hs_error e;
+    hs_status st = hs_infer_shape(in, x->arena, &rule, &e);
+    if (st == HS_OK && !hs_shape_compatible(&rule, &in->shape)) {
+        const char *text = "(missing)";
+        for (int k = 0; k < in->n_extra; k++)
+            if (strcmp(in->extra[k].key, "padding") == 0)
+                text = in->extra[k].value;
+        st = hs_error_set(&e, HS_ERR_SHAPE, "padding=%s does not pad its "
+                          "operand to its shape", text);
+    }
+    if (st == HS_OK)
+        st = hs_instruction_padding(in, in->operands[0]->shape.rank, &pad,
+                                    &e);
+    if (st != HS_OK) {
+        snprintf(x->err->instruction, sizeof x->err->instruction, "%s",
+                 in->name);
+        hs_error_set(x->err, HS_ERR_INVALID, "instruction %s: %s", in->name,
+                     e.message);
+        return NULL;
+    }
     int64_t *cfg = hs_arena_alloc(x->arena,
                                   sizeof(int64_t) * 3 * (size_t)(rank + 1));
     if (!cfg) {
         dev_oom(x);
         return NULL;
     }
-    const char *p = text ? text : "";
-    bool ok = rank == 0 || text;
-    for (int d = 0; ok && d < rank; d++) {
-        if (d > 0)
-            ok = *p++ == 'x';
-        ok = ok && parse_i64(&p, &cfg[3 * d]) && *p++ == '_' &&
-             parse_i64(&p, &cfg[3 * d + 1]);
-        if (ok && *p == '_') {
-            p++;
-            ok = parse_i64(&p, &cfg[3 * d + 2]) && cfg[3 * d + 2] >= 0;
-        }
-        int64_t n = os->dims[d], interior = cfg[3 * d + 2];
-        ok = ok && cfg[3 * d] + cfg[3 * d + 1] + n +
-                           (n > 0 ? (n - 1) * interior : 0) ==
-                       rs->dims[d];
-    }
-    if (!ok || *p) {
-        snprintf(x->err->instruction, sizeof x->err->instruction, "%s",
-                 in->name);
-        hs_error_set(x->err, HS_ERR_INVALID,
-                     "instruction %s: padding=%s does not describe a pad "
-                     "of its operand to its shape",
-                     in->name, text ? text : "(missing)");
-        return NULL;
+    for (int d = 0; d < rank; d++) {
+        cfg[3 * d] = pad.lo[d];
+        cfg[3 * d + 1] = pad.hi[d];
+        cfg[3 * d + 2] = pad.interior[d];
     }
     return cfg;
 }

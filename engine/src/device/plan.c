@@ -88,6 +88,15 @@ static dev_kernel kernel_for(const hs_instruction *in)
 static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
 {
     char what[160];
+    /* Kernels index with int64 arithmetic that an accepted size cannot
+     * overflow; a module that skipped the verifier is checked here. */
+    hs_error size_err;
+    if (hs_shape_check_size(&in->shape, &size_err) != HS_OK) {
+        snprintf(x->err->instruction, sizeof x->err->instruction, "%s",
+                 in->name);
+        return hs_error_set(x->err, size_err.status, "instruction %s: %s",
+                            in->name, size_err.message);
+    }
     dev_kernel k = kernel_for(in);
     if (!k && in->opcode != HS_OP_PARAMETER) {
         if (in->opcode == HS_OP_CUSTOM_CALL)

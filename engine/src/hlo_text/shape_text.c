@@ -205,6 +205,9 @@ static bool parse_array(hs_scanner *s, hs_arena *a, hs_shape *out)
         }
     }
     hs_shape_default_layout(out);
+    hs_error size_err;
+    if (hs_shape_check_size(out, &size_err) != HS_OK)
+        return hs__scan_fail(s, at, "%s", size_err.message);
     /* A layout touches the dimensions; "f32[2] {" is a computation body. */
     if (s->pos < s->len && s->text[s->pos] == '{')
         return parse_layout(s, a, out);

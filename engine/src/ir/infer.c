@@ -431,7 +431,46 @@ static hs_status infer_slice(const hs_instruction *i, hs_shape *out,
                         "but the operand's size is %lld",
                         k, (long long)b, (long long)e,
                         (long long)x->dims[k]);
-        dims[k] = (e - b + step - 1) / step;
+        dims[k] = e == b ? 0 : (e - b - 1) / step + 1;
+    }
+    set_array(out, x->dtype, x->rank, dims);
+    return HS_OK;
+}
+
+/* pad: lo + n + (n - 1) * interior + hi per dimension, each term checked
+ * (padding values are user text and may be anything int64 holds). */
+static hs_status infer_pad(const hs_instruction *i, hs_shape *out,
+                           hs_error *err)
+{
+    const hs_shape *x = NULL, *v = NULL;
+    hs_status st = array_operand(i, 0, &x, err);
+    if (st == HS_OK)
+        st = array_operand(i, 1, &v, err);
+    if (st != HS_OK)
+        return st;
+    if (v->rank != 0 || !same_type_ignoring_fp(v->dtype, x->dtype))
+        return fail(err, "pad: padding value %s must be a scalar of the "
+                         "operand's type %s",
+                    SHAPE_TEXT(v), hs_dtype_name(x->dtype));
+    hs_padding pad;
+    if ((st = hs_instruction_padding(i, x->rank, &pad, err)) != HS_OK)
+        return st;
+    int64_t dims[HS_MAX_RANK];
+    for (int k = 0; k < x->rank; k++) {
+        int64_t n = x->dims[k], d = 0;
+        bool over = n > 0 &&
+                    __builtin_mul_overflow(n - 1, pad.interior[k], &d);
+        over = over || __builtin_add_overflow(d, n, &d) ||
+               __builtin_add_overflow(d, pad.lo[k], &d) ||
+               __builtin_add_overflow(d, pad.hi[k], &d);
+        if (over || d < 0)
+            return fail(err,
+                        "pad: dimension %d of %s padded by %lld_%lld_%lld "
+                        "gives %s size",
+                        k, SHAPE_TEXT(x), (long long)pad.lo[k],
+                        (long long)pad.hi[k], (long long)pad.interior[k],
+                        over ? "an overflowing" : "a negative");
+        dims[k] = d;
     }
     set_array(out, x->dtype, x->rank, dims);
     return HS_OK;
@@ -468,7 +507,10 @@ static hs_status infer_concatenate(const hs_instruction *i, hs_shape *out,
                         "concatenate: operand %d %s does not match operand 0 "
                         "%s outside dimension %lld",
                         k, SHAPE_TEXT(x), SHAPE_TEXT(first), (long long)d);
-        dims[d] += x->dims[d];
+        if (__builtin_add_overflow(dims[d], x->dims[d], &dims[d]))
+            return fail(err, "concatenate: dimension %lld overflows after "
+                             "operand %d",
+                        (long long)d, k);
         t = higher_precision(t, x->dtype);
     }
     set_array(out, t, first->rank, dims);
@@ -891,8 +933,27 @@ static hs_status infer_copy(const hs_instruction *i, hs_shape *out)
 /* Dispatch                                                                 */
 /* ------------------------------------------------------------------------ */
 
+static hs_status infer_by_opcode(const hs_instruction *i, hs_arena *a,
+                                 hs_shape *out, hs_error *err);
+
+/* Every rule's result is checked against the array size limit, so a shape
+ * that only overflows once combined (a dot of two large operands, a long
+ * concatenation) is refused where it is made. */
 hs_status hs_infer_shape(const hs_instruction *i, hs_arena *a, hs_shape *out,
                          hs_error *err)
+{
+    hs_status st = infer_by_opcode(i, a, out, err);
+    if (st != HS_OK)
+        return st;
+    hs_error e;
+    if (hs_shape_check_size(out, &e) != HS_OK)
+        return fail(err, "%s: result %s", hs_opcode_name(i->opcode),
+                    e.message);
+    return HS_OK;
+}
+
+static hs_status infer_by_opcode(const hs_instruction *i, hs_arena *a,
+                                 hs_shape *out, hs_error *err)
 {
     hs_opcode op = i->opcode;
     if ((unsigned)op >= HS_OP_COUNT)
@@ -963,6 +1024,8 @@ hs_status hs_infer_shape(const hs_instruction *i, hs_arena *a, hs_shape *out,
         return infer_slice(i, out, err);
     case HS_OP_CONCATENATE:
         return infer_concatenate(i, out, err);
+    case HS_OP_PAD:
+        return infer_pad(i, out, err);
     case HS_OP_REVERSE:
         return infer_reverse(i, out, err);
     case HS_OP_DYNAMIC_SLICE:

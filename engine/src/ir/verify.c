@@ -31,6 +31,7 @@ typedef struct verifier {
     const hs_instruction **named;
     int64_t n_names;
     hs_arena *scratch; /* tuple shapes made by shape inference */
+    int64_t total_bytes; /* of every result, saturating */
     hs_error *err;
 } verifier;
 
@@ -137,12 +138,17 @@ static hs_status check_called(verifier *v, const hs_computation *c,
 static hs_status check_shape(verifier *v, const hs_computation *c,
                              const hs_instruction *i)
 {
+    hs_error e; /* written only on failure */
+    hs_status st = hs_shape_check_size(&i->shape, &e);
+    if (st != HS_OK)
+        return verr(v, c, i, st, "%s", e.message);
+    v->total_bytes = hs_sat_add(v->total_bytes,
+                                hs_shape_total_bytes(&i->shape));
     /* Their written shape is what defines them: no rule to check. */
     if (i->opcode == HS_OP_PARAMETER || i->opcode == HS_OP_CONSTANT)
         return HS_OK;
     hs_shape inferred;
-    hs_error e; /* written only when inference fails */
-    hs_status st = hs_infer_shape(i, v->scratch, &inferred, &e);
+    st = hs_infer_shape(i, v->scratch, &inferred, &e);
     if (st == HS_ERR_UNSUPPORTED)
         return HS_OK; /* no rule: the written shape is trusted */
     if (st != HS_OK)
@@ -240,6 +246,13 @@ static hs_status check_module(verifier *v)
         if (st != HS_OK)
             return st;
     }
+    /* Every memory sum (live bytes, peaks, argument totals) adds results
+     * of this module, so this bound keeps them all inside int64. */
+    if (v->total_bytes > HS_MAX_MODULE_BYTES)
+        return verr(v, NULL, NULL, HS_ERR_LIMIT,
+                    "module %s: its results total more than 2^62 bytes, "
+                    "the most hloscope can account",
+                    m->name);
     int64_t first = -1;
     int64_t dup = hs__find_duplicate_name(v->names, v->hashes, v->n_names,
                                           &first);

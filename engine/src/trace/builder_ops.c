@@ -46,6 +46,19 @@ static bool valid_rank(hs_builder *b, const char *what, int rank)
     return false;
 }
 
+/* A shape the user wrote (a parameter, a constant): within the array size
+ * limit, so that nothing downstream can overflow on it. */
+static bool valid_shape(hs_builder *b, const char *what, const hs_shape *s)
+{
+    if (s->dtype != HS_TUPLE && !valid_rank(b, what, s->rank))
+        return false;
+    hs_error e;
+    if (hs_shape_check_size(s, &e) == HS_OK)
+        return true;
+    hs_builder_fail(b, e.status, "%s: %s", what, e.message);
+    return false;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Leaves                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -69,8 +82,7 @@ hs_instruction *hs_b_parameter(hs_builder *b, int64_t number,
                         name ? name : "a new one");
         return NULL;
     }
-    if (shape->dtype != HS_TUPLE &&
-        !valid_rank(b, "parameter", shape->rank))
+    if (!valid_shape(b, "parameter", shape))
         return NULL;
     hs_instruction *i = hs_computation_add_parameter(c, number, shape, name);
     if (!i) {
@@ -126,7 +138,7 @@ hs_instruction *hs_b_const_array(hs_builder *b, const hs_shape *shape,
                         "constant: needs an array shape and its data");
         return NULL;
     }
-    if (!valid_rank(b, "constant", shape->rank))
+    if (!valid_shape(b, "constant", shape))
         return NULL;
     hs_shape s = hs_shape_make(shape->dtype, shape->rank, shape->dims);
     int64_t bytes = hs_shape_bytes(&s);
