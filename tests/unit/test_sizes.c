@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -258,6 +259,69 @@ static void verifier_bounds_the_bytes_of_a_whole_module(void **state)
     hs_module_free(m);
 }
 
+/* A counted loop of f32[4] adds with the given known trip count. */
+static hs_module *counted_loop(const char *trip)
+{
+    char text[1200];
+    snprintf(text, sizeof text,
+             "HloModule loop\n"
+             "cond {\n"
+             "  p = (s32[], f32[4]) parameter(0)\n"
+             "  i = s32[] get-tuple-element(p), index=0\n"
+             "  n = s32[] constant(7)\n"
+             "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+             "}\n"
+             "body {\n"
+             "  p = (s32[], f32[4]) parameter(0)\n"
+             "  i = s32[] get-tuple-element(p), index=0\n"
+             "  one = s32[] constant(1)\n"
+             "  j = s32[] add(i, one)\n"
+             "  x = f32[4] get-tuple-element(p), index=1\n"
+             "  y = f32[4] add(x, x)\n"
+             "  ROOT t = (s32[], f32[4]) tuple(j, y)\n"
+             "}\n"
+             "ENTRY e {\n"
+             "  z = s32[] constant(0)\n"
+             "  x = f32[4] parameter(0)\n"
+             "  t = (s32[], f32[4]) tuple(z, x)\n"
+             "  ROOT w = (s32[], f32[4]) while(t), condition=cond, "
+             "body=body, backend_config={\"known_trip_count\":{\"n\":"
+             "\"%s\"}}\n"
+             "}\n",
+             trip);
+    return parse(text);
+}
+
+static double estimated_flops(const char *trip, int64_t *instructions)
+{
+    hs_module *m = counted_loop(trip);
+    hs_run_stats st;
+    hs_error e;
+    hs_error_clear(&e);
+    assert_int_equal(hs_device_estimate(m, NULL, &st, &e), HS_OK);
+    hs_module_free(m);
+    *instructions = st.instructions;
+    return st.flops;
+}
+
+static void estimate_of_a_huge_trip_count_is_extrapolated(void **state)
+{
+    (void)state;
+    /* Walked exactly: 10 and 11 iterations differ by one iteration. */
+    int64_t n10, n11, n_huge;
+    double f10 = estimated_flops("10", &n10);
+    double f11 = estimated_flops("11", &n11);
+    double per = f11 - f10;
+    int64_t per_n = n11 - n10;
+    assert_true(per > 0 && per_n > 0);
+    /* 10^15 iterations would never finish walked one by one; the steady
+     * iteration is repeated instead, and the totals stay linear. */
+    double huge = estimated_flops("1000000000000000", &n_huge);
+    double want = f10 + (1e15 - 10) * per;
+    assert_true(huge > want * (1 - 1e-9) && huge < want * (1 + 1e-9));
+    assert_true(n_huge == n10 + (INT64_C(1000000000000000) - 10) * per_n);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -269,6 +333,7 @@ int main(void)
         cmocka_unit_test(builder_refuses_a_product_beyond_the_limit),
         cmocka_unit_test(run_of_an_overflowing_module_is_refused_not_crashed),
         cmocka_unit_test(verifier_bounds_the_bytes_of_a_whole_module),
+        cmocka_unit_test(estimate_of_a_huge_trip_count_is_extrapolated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,12 +20,21 @@
 
 enum { MAX_DEPTH = 64 };
 
+/* Instructions the walk visits before a long loop is extrapolated: far
+ * above any traced model (a 128-layer scan's step walks about 10^5), so
+ * those stay exact; a hostile trip count (10^15) costs three iterations. */
+#define WALK_BUDGET (INT64_C(1) << 24)
+/* Instructions the walk may visit at all, extrapolation included (loops
+ * nested deeper than the budget allows are refused, not walked). */
+#define WALK_LIMIT (INT64_C(1) << 27)
+
 typedef struct est {
     const hs_device_spec *spec;
     const hs_module *m;
     double now, dma_free, exposed;
     double flops, bytes, tsec, tbytes;
-    int64_t instructions;
+    int64_t instructions; /* charged, extrapolated iterations included */
+    int64_t walked;       /* visited: the work the walk really did */
     double *ready; /* by instruction id: when a copy-start's copy ends */
     bool unknown_trip;
 } est;
@@ -68,6 +77,7 @@ static void charge(est *e, const hs_instruction *in)
     e->flops += f;
     e->bytes += b;
     e->instructions++;
+    e->walked++;
     if (in->opcode == HS_OP_COPY_DONE && in->n_operands > 0) {
         int id = in->operands[0]->id;
         double ready = id >= 0 && id < e->m->next_id ? e->ready[id] : 0;
@@ -94,6 +104,32 @@ static void charge(est *e, const hs_instruction *in)
     }
 }
 
+/* Whether walking `rest` more iterations like the one since `first`
+ * would pass the budget. */
+static bool past_budget(const est *e, const est *first, int64_t rest)
+{
+    int64_t per = e->walked - first->walked;
+    return per > 0 && rest > (WALK_BUDGET - e->walked) / per;
+}
+
+/* Adds `rest` more iterations like the one since `first`: a counted loop's
+ * steady state repeats, and the DMA stream's lag behind the compute stream
+ * carries over unchanged from one iteration to the next. */
+static void extrapolate(est *e, const est *first, int64_t rest)
+{
+    double r = (double)rest;
+    e->now += r * (e->now - first->now);
+    e->dma_free += r * (e->dma_free - first->dma_free);
+    e->exposed += r * (e->exposed - first->exposed);
+    e->flops += r * (e->flops - first->flops);
+    e->bytes += r * (e->bytes - first->bytes);
+    e->tsec += r * (e->tsec - first->tsec);
+    e->tbytes += r * (e->tbytes - first->tbytes);
+    e->instructions = hs_sat_add(
+        e->instructions,
+        hs_sat_mul(rest, e->instructions - first->instructions));
+}
+
 static hs_status walk(est *e, const hs_computation *c, int depth,
                       hs_error *err)
 {
@@ -118,7 +154,22 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
                 trip = 1;
             }
             e->instructions++;
+            e->walked++;
+            est first = *e; /* at the start of iteration 1 */
             for (int64_t t = 0; st == HS_OK && t <= trip; t++) {
+                if (t == 1)
+                    first = *e;
+                if (t == 2 && trip > 2 && past_budget(e, &first, trip - 2)) {
+                    extrapolate(e, &first, trip - 2);
+                    t = trip; /* the last evaluation of the condition */
+                }
+                if (e->walked > WALK_LIMIT) {
+                    st = hs_error_set(err, HS_ERR_LIMIT,
+                                      "estimate: loops nested in %s need "
+                                      "more than 2^27 instructions walked",
+                                      in->name);
+                    break;
+                }
                 if (in->n_called > 0)
                     st = walk(e, in->called[0], depth + 1, err);
                 if (st == HS_OK && t < trip && in->n_called > 1)
@@ -128,12 +179,14 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
         }
         case HS_OP_CALL:
             e->instructions++;
+            e->walked++;
             if (in->n_called > 0)
                 st = walk(e, in->called[0], depth + 1, err);
             break;
         case HS_OP_CONDITIONAL:
             /* The first branch: which one runs depends on data. */
             e->instructions++;
+            e->walked++;
             if (in->n_called > 0)
                 st = walk(e, in->called[0], depth + 1, err);
             break;
