@@ -2,14 +2,20 @@
  * decoder layers, traced with shapes_only): DOT generation and layout of
  * the fully expanded graph against the collapsed views, side by side with
  * plain `dot -Tsvg` (the Graphviz CLI) on the full DOT; then the cost of
- * the layout worker itself on a trivial graph (hs_render_layout: the
- * layout server forks a worker from its warm Graphviz context) against
+ * the layout service itself on a trivial graph: hs_render_layout with a
+ * warm worker waiting, back to back (faster than workers are replaced), 8
+ * callers at once, and with no spare worker (an exec and Graphviz's start
+ * per layout), with the CPU all layout processes spent per layout; against
  * workers forked from this process (Graphviz cold, or warm and inherited)
- * and against an in-process layout with no isolation.
+ * and an in-process layout with no isolation.
  *
  *     build/bench/bench_render [model.json]
+ *
+ * The service rows use the public API only, so this file built against an
+ * older engine measures that engine the same way (docs/BENCHMARKS.md).
  */
 #include <gvc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,17 +171,91 @@ static double dot_cli_ms(const char *dot, double *cpu)
 
 static const char tiny[] = "digraph G { a -> b; }";
 
-static double isolated_ms(int reps)
+static void tiny_layout(void)
 {
     hs_error e;
-    double t0 = now_ms();
-    for (int k = 0; k < reps; k++) {
-        char *svg = NULL;
-        if (hs_render_layout(tiny, "dot", "svg", 10000, &svg, NULL, &e) != HS_OK)
-            die("tiny layout", &e);
-        free(svg);
+    char *svg = NULL;
+    if (hs_render_layout(tiny, "dot", "svg", 10000, &svg, NULL, &e) != HS_OK)
+        die("tiny layout", &e);
+    free(svg);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000};
+    nanosleep(&t, NULL);
+}
+
+/* Starts a new layout server; its workers' CPU reaches this process's
+ * RUSAGE_CHILDREN when it is stopped (it reaps them, we reap it). */
+static void restart_service(void)
+{
+    hs_error e;
+    hs_render_shutdown();
+    if (hs_render_init(&e) != HS_OK)
+        die("layout server", &e);
+    tiny_layout(); /* the first layout may wait for the first warm-up */
+    sleep_ms(500);
+}
+
+/* One layout at a time with a pause before each (so that a warm worker is
+ * waiting): the median latency. */
+static double paced_ms(int reps)
+{
+    double t[64];
+    for (int k = 0; k < reps && k < 64; k++) {
+        sleep_ms(100);
+        double t0 = now_ms();
+        tiny_layout();
+        t[k] = now_ms() - t0;
     }
-    return (now_ms() - t0) / reps;
+    return median(t, reps < 64 ? reps : 64);
+}
+
+/* Back to back: the mean latency, and in *cpu the CPU time of all layout
+ * processes (server, workers, spares warmed) per layout. */
+static double back_to_back_ms(int reps, double *cpu)
+{
+    restart_service();
+    double c0 = children_cpu_ms();
+    double t0 = now_ms();
+    for (int k = 0; k < reps; k++)
+        tiny_layout();
+    double t = (now_ms() - t0) / reps;
+    hs_render_shutdown();
+    *cpu = (children_cpu_ms() - c0) / reps;
+    return t;
+}
+
+enum { CALLERS = 8, PER_CALLER = 5 };
+
+static void *caller(void *p)
+{
+    double *sum = p;
+    for (int k = 0; k < PER_CALLER; k++) {
+        double t0 = now_ms();
+        tiny_layout();
+        *sum += now_ms() - t0;
+    }
+    return NULL;
+}
+
+/* CALLERS threads at once: the mean latency per layout. */
+static double concurrent_ms(void)
+{
+    pthread_t t[CALLERS];
+    double sum[CALLERS] = {0};
+    for (int k = 0; k < CALLERS; k++)
+        if (pthread_create(&t[k], NULL, caller, &sum[k]) != 0) {
+            fprintf(stderr, "bench_render: pthread_create failed\n");
+            exit(1);
+        }
+    double total = 0;
+    for (int k = 0; k < CALLERS; k++) {
+        pthread_join(t[k], NULL);
+        total += sum[k];
+    }
+    return total / (CALLERS * PER_CALLER);
 }
 
 /* Designs not taken: a worker forked from this process per layout, with
@@ -236,13 +316,22 @@ int main(int argc, char **argv)
     const char *path = argc > 1 ? argv[1]
                                 : HS_SOURCE_DIR "/examples/decoder_50x256.json";
     hs_error e;
-    /* While this process has one thread, as a server would at start. */
+    /* The layout server and its spares start before the measurements. */
     if (hs_render_init(&e) != HS_OK)
         die("layout server", &e);
     /* The worker's cost first, while Graphviz is not loaded in this process
      * (so that "started in the worker" is a cold start). */
     enum { REPS = 40 };
-    double iso = isolated_ms(REPS);
+    restart_service();
+    double paced = paced_ms(REPS);
+    double concurrent = concurrent_ms();
+    double b2b_cpu, b2b = back_to_back_ms(REPS, &b2b_cpu);
+    /* No spare: every layout waits for a worker's exec and warm-up (an
+     * engine without a pool ignores the setting). */
+    setenv("HS_LAYOUT_SPARE", "0", 1);
+    double cold_cpu, nospare = back_to_back_ms(REPS / 2, &cold_cpu);
+    unsetenv("HS_LAYOUT_SPARE");
+    restart_service();
     double cold = forked_worker_ms(REPS, NULL);
     GVC_t *gvc = NULL;
     double inproc = in_process_ms(REPS, &gvc);
@@ -301,16 +390,24 @@ int main(int argc, char **argv)
     printf("(ms are wall clock, medians of 5 runs for the collapsed views; "
            "CPU ms is Graphviz's CPU time\n for the same layout in process)\n");
 
-    printf("\nlayout of a 2-node graph to SVG, mean of %d:\n", REPS);
-    printf("  %-56s %7.2f ms\n",
-           "hs_render_layout (layout server forks a warm worker)", iso);
-    printf("  %-56s %7.2f ms\n",
+    printf("\nlayout of a 2-node graph to SVG (ms per layout; CPU of all "
+           "layout processes):\n");
+    printf("  %-60s %7.2f ms\n",
+           "hs_render_layout, a warm worker waiting (median of 40)", paced);
+    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
+           "hs_render_layout, back to back (mean of 40)", b2b, b2b_cpu);
+    printf("  %-60s %7.2f ms\n",
+           "hs_render_layout, 8 callers at once (mean of 8 x 5)", concurrent);
+    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
+           "hs_render_layout, HS_LAYOUT_SPARE=0 (mean of 20)", nospare,
+           cold_cpu);
+    printf("  %-60s %7.2f ms\n",
            "fork from this process, Graphviz started in the worker", cold);
-    printf("  %-56s %7.2f ms\n",
+    printf("  %-60s %7.2f ms\n",
            "fork from this process, warm context inherited", warm);
-    printf("  %-56s %7.2f ms\n", "in this process, no isolation", inproc);
+    printf("  %-60s %7.2f ms\n", "in this process, no isolation", inproc);
     printf("  isolation overhead of hs_render_layout: %.2f ms per layout\n",
-           iso - inproc);
+           paced - inproc);
     gvFreeContext(gvc);
     gvFreeContext(bench_gvc);
 

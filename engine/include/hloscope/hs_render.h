@@ -4,7 +4,7 @@
  * step that turns DOT into SVG in an isolated worker process.
  *
  *     hs_error err;
- *     hs_render_init(&err);       // at program start, while single-threaded
+ *     hs_render_init(&err);       // optional: warm layout workers early
  *     ...
  *     hs_render_options o = {.expand = "layers.3"};   // zero = defaults
  *     char *dot, *svg;
@@ -193,19 +193,20 @@ hs_status hs_render_gantt_dot(const hs_gantt_segment *segments, size_t n,
  * HS_ERR_INVALID for a DOT syntax error or an unknown engine or format,
  * HS_ERR_LIMIT when the output exceeds HS_RENDER_MAX_OUTPUT_BYTES.
  *
- * Workers are forked by a layout server: one single-threaded helper
- * process per program, started by hs_render_init() or by the first layout
- * (and again if it dies). Safe to call from many threads at once: each
- * call gets its own worker; the caller waits on sockets, never on a
- * process, so the program's SIGCHLD handling does not matter. */
+ * Workers are started by a layout server, one helper process per program,
+ * started by hs_render_init() or by the first layout (and again if it
+ * dies); both are fresh images of the program's own executable
+ * (/proc/self/exe, or HS_LAYOUT_EXE), never forks of it. Safe to call from
+ * many threads at once: each call gets its own worker; the caller waits on
+ * sockets, never on a process, so the program's SIGCHLD handling does not
+ * matter. */
 hs_status hs_render_layout(const char *dot, const char *engine,
                            const char *format, int64_t timeout_ms,
                            char **out, size_t *out_len, hs_error *err);
 
-/* Starts the layout server now. Optional, but a program with threads
- * should call it early, while it has one thread: the server is forked from
- * the caller, and a fork is only clean when no other thread can hold a
- * lock (docs/RENDER.md). Idempotent. */
+/* Starts the layout server now, so that warm workers wait for the first
+ * layout. Optional; safe from any thread at any time, as nothing is forked
+ * from the program (docs/RENDER.md). Idempotent. */
 hs_status hs_render_init(hs_error *err);
 /* Stops the layout server (its workers are killed) and reaps it. A later
  * layout starts a new one. */
