@@ -1,15 +1,18 @@
-/* fuzz_model.c - model JSON: load -> trace -> verify.
+/* fuzz_model.c - model JSON: load -> trace -> verify, and for a model
+ * with a "train" section its training step (autodiff and optimizer).
  *
  * Invariants: loading never crashes; a failure has a status and a message
  * (valid UTF-8 when the input was); a model that loads has a traced module
- * that verifies, and it prints. Limits are small so that an input spends
- * its time in the loader, not in drawing weights. */
+ * that verifies, and it prints; a training step that builds verifies too.
+ * Limits are small so that an input spends its time in the loader and the
+ * tracer, not in drawing weights. */
 #include <string.h>
 
 #include "fuzz.h"
 #include "fuzz_utf8.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_train.h"
 
 #define MAX_INPUT (64 * 1024)
 
@@ -44,6 +47,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *text = hs_hlo_print(m->module);
     FUZZ_CHECK(text, "print failed");
     free(text);
+    if (m->train.enabled) {
+        hs_train_step *ts = hs_train_step_build(m, NULL, &e);
+        if (ts)
+            FUZZ_CHECK(hs_module_verify(ts->module, &e) == HS_OK,
+                       "the training step does not verify: %s: %s", e.instruction,
+                       e.message);
+        else
+            FUZZ_CHECK(e.status != HS_OK && e.message[0], "a failure without a message");
+        hs_train_step_free(ts);
+    }
     hs_model_free(m);
     return 0;
 }
