@@ -19,6 +19,9 @@ extern "C" {
  * trusts the written shape. */
 hs_status hs_infer_shape(const hs_instruction *i, hs_arena *a, hs_shape *out,
                          hs_error *err);
+/* Why opcode op has no shape rule (its written shape is trusted), or NULL
+ * when it has one. */
+const char *hs_infer_written_only(hs_opcode op);
 
 #ifdef __cplusplus
 }

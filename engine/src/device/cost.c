@@ -101,69 +101,225 @@ static double fused_flops(const hs_device_spec *spec, const hs_instruction *in,
     return f;
 }
 
+/* ---- cost rules ----------------------------------------------------------
+ * Each rule sets the flops and bytes of one instruction and whether its
+ * bytes cross the host link instead of HBM. */
+typedef struct cost {
+    double flops, bytes;
+    bool host_link;
+} cost;
+typedef void (*cost_rule)(const hs_device_spec *spec,
+                          const hs_instruction *in, cost *c);
+
+/* Moves no data: parameters, constants, tuples, aliases, control flow
+ * (callees are charged as they run). */
+static void cost_free(const hs_device_spec *spec, const hs_instruction *in,
+                      cost *c)
+{
+    (void)spec, (void)in, (void)c;
+}
+
+static void cost_elementwise(const hs_device_spec *spec,
+                             const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    c->flops = (double)hs_shape_elements(&in->shape);
+    c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
+}
+
+/* Reads its operands and writes its result, computing nothing. */
+static void cost_move(const hs_device_spec *spec, const hs_instruction *in,
+                      cost *c)
+{
+    (void)spec;
+    c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
+}
+
+static void cost_write(const hs_device_spec *spec, const hs_instruction *in,
+                       cost *c)
+{
+    (void)spec;
+    c->bytes = arr_bytes(&in->shape);
+}
+
+static void cost_dot(const hs_device_spec *spec, const hs_instruction *in,
+                     cost *c)
+{
+    (void)spec;
+    c->flops = dot_flops(in);
+    c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
+}
+
+static void cost_reduce(const hs_device_spec *spec, const hs_instruction *in,
+                        cost *c)
+{
+    (void)spec;
+    c->flops = in->n_operands
+                   ? (double)hs_shape_elements(&in->operands[0]->shape)
+                   : 0;
+    c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
+}
+
+/* The slice is read and written; a contiguous view moves nothing. */
+static void cost_dynamic_slice(const hs_device_spec *spec,
+                               const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    if (!dev_dynamic_slice_is_view(in))
+        c->bytes = 2 * arr_bytes(&in->shape);
+}
+
+/* XLA updates in place: only the update is read and written. */
+static void cost_dynamic_update_slice(const hs_device_spec *spec,
+                                      const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    c->bytes = in->n_operands > 1 ? 2 * arr_bytes(&in->operands[1]->shape)
+                                  : 0;
+}
+
+/* copy-done waits for its copy-start, which moved the data. */
+static void cost_copy(const hs_device_spec *spec, const hs_instruction *in,
+                      cost *c)
+{
+    (void)spec;
+    const hs_shape *d = copy_dest(in);
+    if (!d)
+        return;
+    c->bytes = arr_bytes(d);
+    c->host_link = dev_is_host_transfer(in);
+    if (!c->host_link)
+        c->bytes += operand_bytes(in);
+}
+
+static void cost_custom_call(const hs_device_spec *spec,
+                             const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    if (dev_is_host_transfer(in)) {
+        c->bytes = arr_bytes(&in->shape);
+        c->host_link = true;
+    }
+}
+
+static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
+                        cost *c)
+{
+    c->flops = fused_flops(spec, in, 0);
+    c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
+}
+
+/* ---- the table -------------------------------------------------------------
+ * Generated from HS_OPCODE_LIST: each opcode E takes its rule from COST_E,
+ * so a new opcode without a cost decision does not compile. NOT_COSTED(why)
+ * charges nothing and says why (dev_cost_not_modelled). */
+#define COSTED(rule) {rule, NULL}
+#define NOT_COSTED(why) {cost_free, why}
+
+#define COST_PARAMETER COSTED(cost_free)
+#define COST_CONSTANT COSTED(cost_free)
+#define COST_IOTA COSTED(cost_write)
+#define COST_ABS COSTED(cost_elementwise)
+#define COST_NEGATE COSTED(cost_elementwise)
+#define COST_EXP COSTED(cost_elementwise)
+#define COST_EXPM1 COSTED(cost_elementwise)
+#define COST_LOG COSTED(cost_elementwise)
+#define COST_LOG1P COSTED(cost_elementwise)
+#define COST_SQRT COSTED(cost_elementwise)
+#define COST_RSQRT COSTED(cost_elementwise)
+#define COST_TANH COSTED(cost_elementwise)
+#define COST_LOGISTIC COSTED(cost_elementwise)
+#define COST_ERF COSTED(cost_elementwise)
+#define COST_SIGN COSTED(cost_elementwise)
+#define COST_FLOOR COSTED(cost_elementwise)
+#define COST_CEIL COSTED(cost_elementwise)
+#define COST_COS COSTED(cost_elementwise)
+#define COST_SIN COSTED(cost_elementwise)
+#define COST_NOT COSTED(cost_elementwise)
+#define COST_CONVERT COSTED(cost_elementwise)
+#define COST_BITCAST_CONVERT COSTED(cost_free) /* reinterprets in place */
+#define COST_ADD COSTED(cost_elementwise)
+#define COST_SUBTRACT COSTED(cost_elementwise)
+#define COST_MULTIPLY COSTED(cost_elementwise)
+#define COST_DIVIDE COSTED(cost_elementwise)
+#define COST_MAXIMUM COSTED(cost_elementwise)
+#define COST_MINIMUM COSTED(cost_elementwise)
+#define COST_POWER COSTED(cost_elementwise)
+#define COST_REMAINDER COSTED(cost_elementwise)
+#define COST_AND COSTED(cost_elementwise)
+#define COST_OR COSTED(cost_elementwise)
+#define COST_XOR COSTED(cost_elementwise)
+#define COST_COMPARE COSTED(cost_elementwise)
+#define COST_SELECT COSTED(cost_elementwise)
+#define COST_CLAMP COSTED(cost_elementwise)
+#define COST_MAP COSTED(cost_elementwise)
+#define COST_BROADCAST COSTED(cost_move)
+#define COST_RESHAPE COSTED(cost_free) /* an alias of its operand */
+#define COST_BITCAST COSTED(cost_free)
+#define COST_TRANSPOSE COSTED(cost_move)
+#define COST_SLICE COSTED(cost_move)
+#define COST_CONCATENATE COSTED(cost_move)
+#define COST_REVERSE COSTED(cost_move)
+#define COST_PAD COSTED(cost_move)
+#define COST_DYNAMIC_SLICE COSTED(cost_dynamic_slice)
+#define COST_DYNAMIC_UPDATE_SLICE COSTED(cost_dynamic_update_slice)
+#define COST_GATHER COSTED(cost_move)
+#define COST_SCATTER COSTED(cost_move)
+#define COST_DOT COSTED(cost_dot)
+/* dot_flops without dot dimensions: 2 per result element, which ignores
+ * the window; a real convolution rule comes with its kernel. */
+#define COST_CONVOLUTION COSTED(cost_dot)
+#define COST_REDUCE COSTED(cost_reduce)
+#define COST_REDUCE_WINDOW COSTED(cost_reduce)
+#define COST_SORT NOT_COSTED("sort's comparisons are not modelled")
+#define COST_RNG NOT_COSTED("random number generation is not modelled")
+#define COST_TUPLE COSTED(cost_free)
+#define COST_GET_TUPLE_ELEMENT COSTED(cost_free)
+#define COST_WHILE COSTED(cost_free) /* its body is charged as it runs */
+#define COST_CALL COSTED(cost_free)
+#define COST_CONDITIONAL COSTED(cost_free)
+#define COST_FUSION COSTED(cost_fusion)
+#define COST_CUSTOM_CALL COSTED(cost_custom_call)
+#define COST_OPTIMIZATION_BARRIER COSTED(cost_free)
+#define COST_AFTER_ALL COSTED(cost_free)
+#define COST_COPY COSTED(cost_copy)
+#define COST_COPY_START COSTED(cost_copy)
+#define COST_COPY_DONE COSTED(cost_copy)
+#define COST_ALL_REDUCE NOT_COSTED("collectives: one device has no links")
+#define COST_ALL_GATHER NOT_COSTED("collectives: one device has no links")
+#define COST_REDUCE_SCATTER NOT_COSTED("collectives: one device has no links")
+#define COST_ALL_TO_ALL NOT_COSTED("collectives: one device has no links")
+#define COST_COLLECTIVE_PERMUTE                                             \
+    NOT_COSTED("collectives: one device has no links")
+#define COST_PARTITION_ID COSTED(cost_free)
+#define COST_REPLICA_ID COSTED(cost_free)
+#define COST_UNKNOWN NOT_COSTED("an unknown opcode has no cost rule")
+
+static const struct {
+    cost_rule rule;
+    const char *not_modelled;
+} table[] = {
+#define HS_X(e, n, a, c) [HS_OP_##e] = COST_##e,
+    HS_OPCODE_LIST(HS_X)
+#undef HS_X
+};
+_Static_assert(sizeof table / sizeof table[0] == HS_OP_COUNT,
+               "every opcode has a cost entry");
+
+const char *dev_cost_not_modelled(hs_opcode op)
+{
+    return (unsigned)op < HS_OP_COUNT ? table[op].not_modelled
+                                      : table[HS_OP_UNKNOWN].not_modelled;
+}
+
 void dev_cost(const hs_device_spec *spec, const hs_instruction *in,
               double *flops, double *bytes, double *seconds)
 {
-    double f = 0, b = 0;
-    bool host_link = false;
-    switch (hs_opcode_category(in->opcode)) {
-    case HS_CAT_ELEMENTWISE:
-        if (in->opcode == HS_OP_BITCAST_CONVERT)
-            break;
-        f = (double)hs_shape_elements(&in->shape);
-        b = operand_bytes(in) + arr_bytes(&in->shape);
-        break;
-    case HS_CAT_DOT:
-        f = dot_flops(in);
-        b = operand_bytes(in) + arr_bytes(&in->shape);
-        break;
-    case HS_CAT_REDUCTION:
-        f = in->n_operands ? (double)hs_shape_elements(
-                                 &in->operands[0]->shape)
-                           : 0;
-        b = operand_bytes(in) + arr_bytes(&in->shape);
-        break;
-    case HS_CAT_DATA_MOVEMENT:
-        if (in->opcode == HS_OP_RESHAPE || in->opcode == HS_OP_BITCAST)
-            break;
-        if (dev_dynamic_slice_is_view(in))
-            break;
-        if (in->opcode == HS_OP_DYNAMIC_SLICE)
-            b = 2 * arr_bytes(&in->shape);
-        else if (in->opcode == HS_OP_DYNAMIC_UPDATE_SLICE)
-            b = in->n_operands > 1 ? 2 * arr_bytes(&in->operands[1]->shape)
-                                   : 0;
-        else
-            b = operand_bytes(in) + arr_bytes(&in->shape);
-        break;
-    case HS_CAT_CONSTANT:
-        if (in->opcode == HS_OP_IOTA)
-            b = arr_bytes(&in->shape);
-        break;
-    case HS_CAT_COPY: {
-        /* copy-done waits for its copy-start, which moved the data. */
-        const hs_shape *d = copy_dest(in);
-        if (!d)
-            break;
-        b = arr_bytes(d);
-        host_link = dev_is_host_transfer(in);
-        if (!host_link)
-            b += operand_bytes(in);
-        break;
-    }
-    case HS_CAT_CUSTOM_CALL:
-        if (dev_is_host_transfer(in)) {
-            b = arr_bytes(&in->shape);
-            host_link = true;
-        }
-        break;
-    case HS_CAT_FUSION:
-        f = fused_flops(spec, in, 0);
-        b = operand_bytes(in) + arr_bytes(&in->shape);
-        break;
-    default:
-        break;
-    }
+    cost c = {0, 0, false};
+    unsigned op = (unsigned)in->opcode;
+    table[op < HS_OP_COUNT ? op : HS_OP_UNKNOWN].rule(spec, in, &c);
+    double f = c.flops, b = c.bytes;
+    bool host_link = c.host_link;
     *flops = f;
     *bytes = b;
     double t;

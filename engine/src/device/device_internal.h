@@ -58,6 +58,17 @@ typedef struct dev_ctx dev_ctx;
 typedef hs_status (*dev_kernel)(dev_ctx *x, const struct dev_step *s,
                                 dev_val **f, dev_val **out);
 
+/* The kernel table (kernel_table.c): one entry per opcode, either a
+ * kernel or the reason the device does not run that opcode. */
+typedef struct dev_kernel_entry {
+    dev_kernel kernel;
+    const char *not_run; /* why there is no kernel; NULL when there is */
+} dev_kernel_entry;
+const dev_kernel_entry *dev_kernel_entry_of(hs_opcode op);
+/* The kernel that runs in, or NULL (custom-calls: only the identity
+ * targets of host offloading run). */
+dev_kernel dev_kernel_for(const hs_instruction *in);
+
 typedef struct dev_step {
     const hs_instruction *in;
     dev_kernel kern;
@@ -161,6 +172,9 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
                    dev_val **result);
 
 /* cost.c */
+/* Why the cost table charges opcode op nothing although it does work
+ * (sort, rng, collectives, unknown opcodes); NULL when it is costed. */
+const char *dev_cost_not_modelled(hs_opcode op);
 void dev_cost(const hs_device_spec *spec, const hs_instruction *in,
               double *flops, double *bytes, double *seconds);
 /* A copy between device and host memory (charged to the host link). */

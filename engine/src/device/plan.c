@@ -29,61 +29,6 @@ static const hs_shape *first_bad_leaf(const hs_shape *s)
     return NULL;
 }
 
-static bool identity_custom_call(const hs_instruction *in)
-{
-    const char *t = in->custom_call_target;
-    return t && (strcmp(t, "annotate_device_placement") == 0 ||
-                 strcmp(t, "MoveToHost") == 0 ||
-                 strcmp(t, "MoveToDevice") == 0);
-}
-
-static dev_kernel kernel_for(const hs_instruction *in)
-{
-    switch (in->opcode) {
-    case HS_OP_CONSTANT: return dev_k_constant;
-    case HS_OP_IOTA: return dev_k_iota;
-    case HS_OP_ABS: case HS_OP_NEGATE: case HS_OP_EXP: case HS_OP_EXPM1:
-    case HS_OP_LOG: case HS_OP_LOG1P: case HS_OP_SQRT: case HS_OP_RSQRT:
-    case HS_OP_TANH: case HS_OP_LOGISTIC: case HS_OP_ERF: case HS_OP_SIGN:
-    case HS_OP_FLOOR: case HS_OP_CEIL: case HS_OP_COS: case HS_OP_SIN:
-    case HS_OP_NOT:
-        return dev_k_unary;
-    case HS_OP_CONVERT: return dev_k_convert;
-    case HS_OP_ADD: case HS_OP_SUBTRACT: case HS_OP_MULTIPLY:
-    case HS_OP_DIVIDE: case HS_OP_MAXIMUM: case HS_OP_MINIMUM:
-    case HS_OP_POWER: case HS_OP_REMAINDER: case HS_OP_AND: case HS_OP_OR:
-    case HS_OP_XOR:
-        return dev_k_binary;
-    case HS_OP_COMPARE: return dev_k_compare;
-    case HS_OP_SELECT: return dev_k_select;
-    case HS_OP_CLAMP: return dev_k_clamp;
-    case HS_OP_BROADCAST: return dev_k_broadcast;
-    case HS_OP_BITCAST_CONVERT: case HS_OP_RESHAPE: case HS_OP_BITCAST:
-    case HS_OP_OPTIMIZATION_BARRIER:
-        return dev_k_alias;
-    case HS_OP_COPY: return dev_k_copy;
-    case HS_OP_TRANSPOSE: return dev_k_transpose;
-    case HS_OP_SLICE: return dev_k_slice;
-    case HS_OP_CONCATENATE: return dev_k_concatenate;
-    case HS_OP_REVERSE: return dev_k_reverse;
-    case HS_OP_DYNAMIC_SLICE: return dev_k_dynamic_slice;
-    case HS_OP_DYNAMIC_UPDATE_SLICE: return dev_k_dynamic_update_slice;
-    case HS_OP_DOT: return dev_k_dot;
-    case HS_OP_REDUCE: return dev_k_reduce;
-    case HS_OP_TUPLE: return dev_k_tuple;
-    case HS_OP_GET_TUPLE_ELEMENT: return dev_k_get_tuple_element;
-    case HS_OP_WHILE: return dev_k_while;
-    case HS_OP_CALL: return dev_k_call;
-    case HS_OP_CUSTOM_CALL:
-        return identity_custom_call(in) ? dev_k_custom_call : NULL;
-    case HS_OP_FUSION: return dev_k_fusion;
-    case HS_OP_COPY_START: return dev_k_copy_start;
-    case HS_OP_COPY_DONE: return dev_k_copy_done;
-    case HS_OP_PAD: return dev_k_pad;
-    default: return NULL;
-    }
-}
-
 /* Checks what the kernels rely on and that the plan cannot express. */
 static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
 {
@@ -97,16 +42,23 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
         return hs_error_set(x->err, size_err.status, "instruction %s: %s",
                             in->name, size_err.message);
     }
-    dev_kernel k = kernel_for(in);
+    dev_kernel k = dev_kernel_for(in);
     if (!k && in->opcode != HS_OP_PARAMETER) {
         if (in->opcode == HS_OP_CUSTOM_CALL)
             snprintf(what, sizeof what, "custom-call target '%s'",
                      in->custom_call_target ? in->custom_call_target : "");
-        else
+        else {
             snprintf(what, sizeof what, "opcode '%s'",
                      in->opcode == HS_OP_UNKNOWN && in->unknown_opcode
                          ? in->unknown_opcode
                          : hs_opcode_name(in->opcode));
+            dev_unsupported(x, in, what);
+            /* The kernel table says why. */
+            size_t len = strlen(x->err->message);
+            snprintf(x->err->message + len, sizeof x->err->message - len,
+                     " (%s)", dev_kernel_entry_of(in->opcode)->not_run);
+            return x->err->status;
+        }
         return dev_unsupported(x, in, what);
     }
     int arity = hs_opcode_arity(in->opcode);
@@ -538,7 +490,7 @@ static hs_status build_plan(dev_ctx *x, const hs_computation *c,
         }
         dev_step *s = &p->steps[j];
         s->in = in;
-        s->kern = kernel_for(in);
+        s->kern = dev_kernel_for(in);
         s->slot = k;
         s->aux = -1;
         s->n_ops = in->n_operands;

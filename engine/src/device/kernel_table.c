@@ -1,0 +1,130 @@
+/* kernel_table.c - the device kernel of every opcode, indexed by hs_opcode.
+ *
+ * The table is generated from HS_OPCODE_LIST (hs_opcode.h): each opcode E
+ * takes its entry from the macro KERNEL_E below, so adding an opcode
+ * without deciding how the device runs it does not compile. RUN(k) names
+ * the kernel; NOT_RUN(why) says why there is none, and the device refuses
+ * such an instruction before it allocates anything, quoting `why`. One
+ * kernel serves a whole family (dev_k_unary takes the opcode from the
+ * instruction), as in kernels_elementwise.c. */
+#include <string.h>
+
+#include "device/device_internal.h"
+
+#define RUN(k) {k, NULL}
+#define NOT_RUN(why) {NULL, why}
+
+/* leaves: a parameter's value is its argument, bound by the caller */
+#define KERNEL_PARAMETER NOT_RUN("a parameter is bound to its argument")
+#define KERNEL_CONSTANT RUN(dev_k_constant)
+#define KERNEL_IOTA RUN(dev_k_iota)
+/* element-wise unary */
+#define KERNEL_ABS RUN(dev_k_unary)
+#define KERNEL_NEGATE RUN(dev_k_unary)
+#define KERNEL_EXP RUN(dev_k_unary)
+#define KERNEL_EXPM1 RUN(dev_k_unary)
+#define KERNEL_LOG RUN(dev_k_unary)
+#define KERNEL_LOG1P RUN(dev_k_unary)
+#define KERNEL_SQRT RUN(dev_k_unary)
+#define KERNEL_RSQRT RUN(dev_k_unary)
+#define KERNEL_TANH RUN(dev_k_unary)
+#define KERNEL_LOGISTIC RUN(dev_k_unary)
+#define KERNEL_ERF RUN(dev_k_unary)
+#define KERNEL_SIGN RUN(dev_k_unary)
+#define KERNEL_FLOOR RUN(dev_k_unary)
+#define KERNEL_CEIL RUN(dev_k_unary)
+#define KERNEL_COS RUN(dev_k_unary)
+#define KERNEL_SIN RUN(dev_k_unary)
+#define KERNEL_NOT RUN(dev_k_unary)
+#define KERNEL_CONVERT RUN(dev_k_convert)
+#define KERNEL_BITCAST_CONVERT RUN(dev_k_alias)
+/* element-wise binary and ternary */
+#define KERNEL_ADD RUN(dev_k_binary)
+#define KERNEL_SUBTRACT RUN(dev_k_binary)
+#define KERNEL_MULTIPLY RUN(dev_k_binary)
+#define KERNEL_DIVIDE RUN(dev_k_binary)
+#define KERNEL_MAXIMUM RUN(dev_k_binary)
+#define KERNEL_MINIMUM RUN(dev_k_binary)
+#define KERNEL_POWER RUN(dev_k_binary)
+#define KERNEL_REMAINDER RUN(dev_k_binary)
+#define KERNEL_AND RUN(dev_k_binary)
+#define KERNEL_OR RUN(dev_k_binary)
+#define KERNEL_XOR RUN(dev_k_binary)
+#define KERNEL_COMPARE RUN(dev_k_compare)
+#define KERNEL_SELECT RUN(dev_k_select)
+#define KERNEL_CLAMP RUN(dev_k_clamp)
+/* data movement */
+#define KERNEL_BROADCAST RUN(dev_k_broadcast)
+#define KERNEL_RESHAPE RUN(dev_k_alias)
+#define KERNEL_BITCAST RUN(dev_k_alias)
+#define KERNEL_TRANSPOSE RUN(dev_k_transpose)
+#define KERNEL_SLICE RUN(dev_k_slice)
+#define KERNEL_CONCATENATE RUN(dev_k_concatenate)
+#define KERNEL_REVERSE RUN(dev_k_reverse)
+#define KERNEL_PAD RUN(dev_k_pad)
+#define KERNEL_DYNAMIC_SLICE RUN(dev_k_dynamic_slice)
+#define KERNEL_DYNAMIC_UPDATE_SLICE RUN(dev_k_dynamic_update_slice)
+#define KERNEL_GATHER NOT_RUN("gather has no kernel yet")
+#define KERNEL_SCATTER NOT_RUN("scatter has no kernel yet")
+/* compute */
+#define KERNEL_DOT RUN(dev_k_dot)
+#define KERNEL_CONVOLUTION NOT_RUN("convolution has no kernel yet")
+#define KERNEL_REDUCE RUN(dev_k_reduce)
+#define KERNEL_REDUCE_WINDOW NOT_RUN("reduce-window has no kernel yet")
+#define KERNEL_MAP NOT_RUN("map has no kernel yet")
+#define KERNEL_SORT NOT_RUN("sort has no kernel yet")
+#define KERNEL_RNG NOT_RUN("rng has no kernel yet")
+/* tuples */
+#define KERNEL_TUPLE RUN(dev_k_tuple)
+#define KERNEL_GET_TUPLE_ELEMENT RUN(dev_k_get_tuple_element)
+/* control flow; a custom-call runs only for the identity targets of host
+ * offloading (dev_kernel_for checks the target) */
+#define KERNEL_WHILE RUN(dev_k_while)
+#define KERNEL_CALL RUN(dev_k_call)
+#define KERNEL_CONDITIONAL NOT_RUN("conditional has no kernel yet")
+#define KERNEL_FUSION RUN(dev_k_fusion)
+#define KERNEL_CUSTOM_CALL RUN(dev_k_custom_call)
+#define KERNEL_OPTIMIZATION_BARRIER RUN(dev_k_alias)
+#define KERNEL_AFTER_ALL NOT_RUN("after-all orders side effects the "    \
+                                 "emulated device does not have")
+/* memory */
+#define KERNEL_COPY RUN(dev_k_copy)
+#define KERNEL_COPY_START RUN(dev_k_copy_start)
+#define KERNEL_COPY_DONE RUN(dev_k_copy_done)
+/* collectives: the emulated device is one device */
+#define KERNEL_ALL_REDUCE NOT_RUN("collectives need several devices")
+#define KERNEL_ALL_GATHER NOT_RUN("collectives need several devices")
+#define KERNEL_REDUCE_SCATTER NOT_RUN("collectives need several devices")
+#define KERNEL_ALL_TO_ALL NOT_RUN("collectives need several devices")
+#define KERNEL_COLLECTIVE_PERMUTE NOT_RUN("collectives need several devices")
+#define KERNEL_PARTITION_ID NOT_RUN("partition-id needs a partitioned run")
+#define KERNEL_REPLICA_ID NOT_RUN("replica-id needs a replicated run")
+#define KERNEL_UNKNOWN NOT_RUN("the opcode is not one hloscope knows")
+
+static const dev_kernel_entry table[] = {
+#define HS_X(e, n, a, c) [HS_OP_##e] = KERNEL_##e,
+    HS_OPCODE_LIST(HS_X)
+#undef HS_X
+};
+_Static_assert(sizeof table / sizeof table[0] == HS_OP_COUNT,
+               "every opcode has a kernel entry");
+
+const dev_kernel_entry *dev_kernel_entry_of(hs_opcode op)
+{
+    return (unsigned)op < HS_OP_COUNT ? &table[op] : &table[HS_OP_UNKNOWN];
+}
+
+static bool identity_custom_call(const hs_instruction *in)
+{
+    const char *t = in->custom_call_target;
+    return t && (strcmp(t, "annotate_device_placement") == 0 ||
+                 strcmp(t, "MoveToHost") == 0 ||
+                 strcmp(t, "MoveToDevice") == 0);
+}
+
+dev_kernel dev_kernel_for(const hs_instruction *in)
+{
+    if (in->opcode == HS_OP_CUSTOM_CALL && !identity_custom_call(in))
+        return NULL;
+    return dev_kernel_entry_of(in->opcode)->kernel;
+}
