@@ -13,7 +13,8 @@
  * on_request and dispatch do with libmicrohttpd's view of it: the
  * Content-Length check, route matching (404/405), the static files of the
  * explorer, the decoded query, the deadline, and a deferred handler run a
- * second time as on a worker. The server runs with small limits and a
+ * second time as on a worker; ambiguous framing (two Content-Lengths, or
+ * one with Transfer-Encoding) is a 400 as in on_request. The server runs with small limits and a
  * store in a temporary directory, which is emptied every STORE_RESET
  * inputs so that a long run does not fill the disk.
  *
@@ -174,8 +175,9 @@ typedef struct wire {
     char *path;            /* decoded, without the query */
     const char *query;     /* raw, after '?' */
     size_t query_len;
-    bool has_length;
-    unsigned long long content_length;
+    int n_lengths;            /* Content-Length headers */
+    bool transfer_encoding;
+    unsigned long long content_length; /* the first, as libmicrohttpd reads it */
     char *body;            /* NUL-terminated copy */
     size_t body_len;
 } wire;
@@ -215,16 +217,18 @@ static bool read_wire(const char *d, size_t n, wire *w)
             p = e + 1;
             break;
         }
-        static const char cl[] = "content-length:";
-        if (le - p > sizeof cl - 1 && strncasecmp(d + p, cl, sizeof cl - 1) == 0) {
+        static const char cl[] = "content-length:", te[] = "transfer-encoding:";
+        if (le - p > sizeof cl - 1 && strncasecmp(d + p, cl, sizeof cl - 1) == 0 &&
+            w->n_lengths++ == 0) {
             char num[32];
             size_t k = 0;
             for (size_t i = p + sizeof cl - 1; i < le && k + 1 < sizeof num; i++)
                 num[k++] = d[i];
             num[k] = '\0';
-            w->has_length = true;
             w->content_length = strtoull(num, NULL, 10);
         }
+        if (le - p >= sizeof te - 1 && strncasecmp(d + p, te, sizeof te - 1) == 0)
+            w->transfer_encoding = true;
         p = e + 1;
     }
     if (p > n)
@@ -258,7 +262,11 @@ static void dispatch(wire *w, srv_request *rq, srv_reply *rp)
 {
     srv *s = &g_srv;
     size_t max = s->cfg.limits.max_body_bytes;
-    if ((w->has_length && w->content_length > max) || w->body_len > max) {
+    if (w->n_lengths > 1 || (w->n_lengths && w->transfer_encoding)) {
+        srv_reply_error(rp, 400, "bad_request", "", "the body's length is ambiguous");
+        return;
+    }
+    if ((w->n_lengths && w->content_length > max) || w->body_len > max) {
         srv_reply_error(rp, 413, "too_large", "", "the request body is larger than %zu bytes",
                         max);
         return;
