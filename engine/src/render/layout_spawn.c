@@ -124,6 +124,16 @@ int hs__layout_spawn(hs_layout_role role, int ctl_fd, pid_t *pid)
     return e;
 }
 
+/* posix_spawn reset every signal, but a sanitizer runtime installs its
+ * handlers again when the new image starts: a worker that crashes must die
+ * of the signal, so that its caller reads "crashed (signal N)". */
+static void default_signals(void)
+{
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            signal(sig, SIG_DFL);
+}
+
 /* Runs before main() in every program linking this file. A process we
  * spawned has our role in its environment, its spawner as parent and a
  * SOCK_SEQPACKET socket as descriptor 3; anything else is an ordinary start
@@ -144,6 +154,7 @@ __attribute__((constructor)) static void become_layout_process(void)
     if (getppid() != (pid_t)parent)
         _exit(6); /* the spawner is gone already */
     unsetenv(ROLE_VAR);
+    default_signals();
 #ifndef HS_SPAWN_CLOSEFROM
     hs__close_from(HS_LAYOUT_CTL_FD + 1);
 #endif
