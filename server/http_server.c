@@ -518,7 +518,7 @@ static const option_row k_options[] = {
     {"--connection-memory", OPT_SIZE, CFG(conn_memory), "bytes of headers per connection"},
     {"--cache-bytes", OPT_SIZE, CFG(cache_bytes), "artefact LRU budget"},
     {"--max-store-bytes", OPT_I64, CFG(max_store_bytes),
-     "SQLite store; oldest unpinned evicted (0: no cap)"},
+     "SQLite store bytes, then eviction (0: none)"},
     {"--shutdown-grace-ms", OPT_I64, CFG(shutdown_grace_ms), "in-flight work at shutdown"},
     {"--max-body", OPT_SIZE, CFG(limits.max_body_bytes), "request body bytes (413)"},
     {"--max-json-depth", OPT_INT, CFG(limits.max_json_depth), "JSON nesting"},

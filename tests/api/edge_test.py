@@ -276,13 +276,10 @@ def bad_utf8_errors_have_a_message(s):
 # ---- slow clients ---------------------------------------------------------------
 
 
-def slow_client(port, head, trickle, out, key):
-    """Sends head, then one byte of trickle every 0.3 s until the server
-    closes the connection; out[key] = seconds the connection lived."""
-    t0 = time.time()
-    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+def slow_client(sock, t0, trickle, out, key):
+    """On a connection that sent its start, one byte of trickle every 0.3 s
+    until the server closes it; out[key] = seconds the connection lived."""
     try:
-        sock.sendall(head)
         for ch in trickle:
             time.sleep(0.3)
             sock.sendall(bytes([ch]))
@@ -304,17 +301,20 @@ def slow_clients_are_timed_out(s):
     try:
         out = {}
         head = b"POST /v1/compile HTTP/1.1\r\nHost: x\r\n"
-        threads = [threading.Thread(target=slow_client,
-                                    args=(s2.port, head, b"X-Slow: " + b"a" * 200, out, k))
-                   for k in range(7)]
         body_head = (b"POST /v1/compile HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                      b"Content-Length: 300\r\n\r\n")
-        threads.append(threading.Thread(target=slow_client,
-                                        args=(s2.port, body_head, b" " * 300, out, "body")))
+        threads = []
+        time.sleep(0.5)  # the start-up /healthz connection is gone: 8 slots free
+        for k in list(range(7)) + ["body"]:
+            t0 = time.time()
+            sock = socket.create_connection(("127.0.0.1", s2.port), timeout=30)
+            sock.sendall(body_head if k == "body" else head)
+            trickle = b" " * 300 if k == "body" else b"X-Slow: " + b"a" * 200
+            threads.append(threading.Thread(target=slow_client, args=(sock, t0, trickle, out, k)))
         for t in threads:
             t.daemon = True
             t.start()
-        time.sleep(0.3)
+        time.sleep(0.2)
         # All 8 slots of 127.0.0.1 are taken: a ninth connection is refused.
         try:
             s2.get("/healthz", timeout=2)
