@@ -753,6 +753,13 @@ int hs_cli_serve(int argc, char **argv)
            v6 ? "[" : "", s.cfg.bind, v6 ? "]" : "", port, s.cfg.data_dir, n_examples,
            s.cfg.threads, s.cfg.workers);
     fflush(stdout);
+    store_usage u;
+    store_get_usage(s.store, &u);
+    fprintf(stderr,
+            "hloscope: store %.1f MiB used of %.0f MiB (--max-store-bytes), %lld results "
+            "(%lld pinned, %lld evicted)\n",
+            (double)u.bytes / 1048576.0, (double)s.cfg.max_store_bytes / 1048576.0,
+            (long long)u.rows, (long long)u.pinned, (long long)u.evicted);
 
     int sig = 0;
     while (sigwait(&set, &sig) != 0)

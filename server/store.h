@@ -79,6 +79,7 @@ void store_set_evict_hook(store *s, store_evict_fn fn, void *user);
  * next write that succeeds. Reads go on. */
 bool store_full(store *s);
 
+/* What the store holds (printed at start). */
 typedef struct store_usage {
     int64_t bytes;      /* used pages */
     int64_t file_bytes; /* database file and WAL on disk */
