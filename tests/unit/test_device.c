@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "device/vmath.h"
+#include "numerics/vmath.h"
 #include "device_helpers.h"
 #include "hloscope/hs_hlo_text.h"
 
@@ -115,7 +115,7 @@ static void every_f32_unary_op_matches_libm(void **state)
     }
 }
 
-/* The device's exp (device/vmath.h): within 1 ulp of the correctly rounded
+/* The device's exp (numerics/vmath.h): within 1 ulp of the correctly rounded
  * result over a sweep of the float range, the same in a vector body, a
  * tail and a scalar call, and exact at the special values. */
 static int64_t f32_order(float f)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/vmath.h"
+#include "numerics/vmath.h"
 #include "device_helpers.h"
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_hlo_text.h"

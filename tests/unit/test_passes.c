@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hloscope/hs_compile.h"
+#include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_passes.h"
 #include "hlo_test_helpers.h"
@@ -165,6 +166,106 @@ static void simplify_folds_small_constants(void **state)
     assert_int_equal(hs_module_instruction_count(m), 5);
     free(s);
     hs_module_free(m);
+}
+
+/* A folded constant has the bits the device computes for the same
+ * instruction: both call the element functions of numerics/. Each case is
+ * run unoptimised on the device and folded by simplify, over values where
+ * semantics differ (NaN, infinities, -0, INT_MIN, division by zero). */
+static void folded_constants_have_the_executed_bits(void **state)
+{
+    (void)state;
+    static const char *f32a =
+        "{0, -0, 1, -1.5, 0.5, 88.8, -104, nan, inf, -inf, 3.4e+38, 1e-45, "
+        "2.5, -2.5, 100, 7}";
+    static const char *f32b =
+        "{nan, 1, -0, 2, 0.25, -3, nan, 0, inf, 2, -1, 3, -2.5, 2.5, 7, 0}";
+    static const char *s32a =
+        "{0, 1, -1, 2147483647, -2147483648, 7, -7, 100, -2147483648, 5, 3, "
+        "-9, 31, 0, 2, -2}";
+    static const char *s32b =
+        "{0, 0, -1, 1, -1, 3, 2, 0, 0, -2, 30, 4, 2, -1, 31, 3}";
+    static const char *preda =
+        "{true, false, true, false, true, false, true, false, true, false, "
+        "true, false, true, false, true, false}";
+    static const char *predb =
+        "{true, true, false, false, true, true, false, false, true, true, "
+        "false, false, true, true, false, false}";
+    static const char *unary[] = {
+        "f32 abs", "f32 negate", "f32 exponential",
+        "f32 exponential-minus-one", "f32 log", "f32 log-plus-one",
+        "f32 sqrt", "f32 rsqrt", "f32 tanh", "f32 logistic", "f32 erf",
+        "f32 sign", "f32 floor", "f32 ceil", "f32 cosine", "f32 sine",
+        "s32 abs", "s32 negate", "s32 sign", "s32 not", "pred not"};
+    static const char *binary[] = {
+        "f32 add", "f32 subtract", "f32 multiply", "f32 divide",
+        "f32 maximum", "f32 minimum", "f32 power", "f32 remainder",
+        "s32 add", "s32 subtract", "s32 multiply", "s32 divide",
+        "s32 maximum", "s32 minimum", "s32 power", "s32 remainder",
+        "s32 and", "s32 or", "s32 xor", "pred and", "pred or", "pred xor",
+        "pred maximum", "pred minimum", "pred add", "pred multiply"};
+    static const char *other[] = {
+        "ROOT r = pred[16] compare(a, b), direction=LT",
+        "ROOT r = pred[16] compare(a, b), direction=NE",
+        "ROOT r = pred[16] compare(a, b), direction=GE",
+        "ROOT r = pred[16] compare(i, j), direction=LE",
+        "ROOT r = pred[16] compare(i, j), direction=EQ",
+        "ROOT r = f32[16] clamp(b, a, b)",
+        "ROOT r = f32[16] clamp(a, b, a)",
+        "c = f32[] constant(2)\n  ROOT r = f32[16] clamp(c, a, c)",
+        "ROOT r = s32[16] clamp(j, i, j)",
+        "ROOT r = f32[16] select(p, a, b)",
+        "ROOT r = s32[16] select(q, i, j)",
+        "ROOT r = s32[16] convert(a)",
+        "ROOT r = pred[16] convert(a)",
+        "ROOT r = f32[16] convert(i)",
+        "ROOT r = pred[16] convert(i)",
+        "ROOT r = f32[16] convert(p)",
+        "ROOT r = s32[16] convert(p)"};
+    int n_cases = (int)(sizeof unary / sizeof *unary +
+                        sizeof binary / sizeof *binary +
+                        sizeof other / sizeof *other);
+    for (int k = 0; k < n_cases; k++) {
+        char root[160], text[1024];
+        int nu = (int)(sizeof unary / sizeof *unary),
+            nb = (int)(sizeof binary / sizeof *binary);
+        if (k < nu + nb) {
+            const char *c = k < nu ? unary[k] : binary[k - nu];
+            char type[8], op[40];
+            assert_int_equal(sscanf(c, "%7s %39s", type, op), 2);
+            bool f = type[0] == 'f', p = type[0] == 'p';
+            snprintf(root, sizeof root, "ROOT r = %s[16] %s(%s%s)", type,
+                     op, f ? "a" : p ? "p" : "i",
+                     k < nu ? "" : f ? ", b" : p ? ", q" : ", j");
+        } else {
+            snprintf(root, sizeof root, "%s", other[k - nu - nb]);
+        }
+        snprintf(text, sizeof text,
+                 "HloModule m\nENTRY main {\n"
+                 "  a = f32[16] constant(%s)\n  b = f32[16] constant(%s)\n"
+                 "  i = s32[16] constant(%s)\n  j = s32[16] constant(%s)\n"
+                 "  p = pred[16] constant(%s)\n  q = pred[16] constant(%s)\n"
+                 "  %s\n}\n",
+                 f32a, f32b, s32a, s32b, preda, predb, root);
+        hs_module *run_m = parse(text), *fold_m = parse(text);
+        hs_tensor **out = NULL;
+        int n_out = 0;
+        hs_error err;
+        hs_error_clear(&err);
+        if (hs_device_run(run_m, NULL, NULL, 0, &out, &n_out, NULL, &err))
+            fail_msg("%s: %s", root, err.message);
+        assert_true(run(fold_m, "simplify"));
+        const hs_instruction *r = fold_m->entry->root;
+        if (r->opcode != HS_OP_CONSTANT)
+            fail_msg("not folded: %s", root);
+        assert_int_equal(n_out, 1);
+        size_t bytes = (size_t)hs_shape_bytes(&r->shape);
+        if (memcmp(out[0]->data, r->literal, bytes) != 0)
+            fail_msg("folded and executed bits differ: %s", root);
+        hs_tensors_free(out, n_out);
+        hs_module_free(run_m);
+        hs_module_free(fold_m);
+    }
 }
 
 static void simplify_keeps_broadcast_of_scalar_constant(void **state)
@@ -653,6 +754,7 @@ int main(void)
         cmocka_unit_test(simplify_keeps_float_multiply_by_zero),
         cmocka_unit_test(simplify_collapses_negates_reshapes_and_transposes),
         cmocka_unit_test(simplify_folds_small_constants),
+        cmocka_unit_test(folded_constants_have_the_executed_bits),
         cmocka_unit_test(simplify_keeps_broadcast_of_scalar_constant),
         cmocka_unit_test(cse_merges_identical_dots),
         cmocka_unit_test(cse_keeps_different_attributes_and_rng),

@@ -239,6 +239,23 @@ int64_t *dev_pad_config(dev_ctx *x, const hs_instruction *in);
 /* kernels_reduce.c: the fast-path opcode of a reducer computation, or -1. */
 int dev_reducer_fast_op(const hs_computation *c);
 
+/* for (i = 0; i < n; i++) STMT, written as blocks of 8 with a constant
+ * inner trip count: at -O2 GCC's "very cheap" vectoriser skips plain loops
+ * of unknown length but fully unrolls and SLP-vectorises these blocks. The
+ * statement is usually an element function of numerics/element_ops.h. */
+#define VLOOP(n, ...)                                                      \
+    do {                                                                   \
+        int64_t b_ = 0, n_ = (n);                                          \
+        for (; b_ + 8 <= n_; b_ += 8)                                      \
+            for (int j_ = 0; j_ < 8; j_++) {                               \
+                int64_t i = b_ + j_;                                       \
+                __VA_ARGS__;                                               \
+            }                                                              \
+        for (int64_t i = b_; i < n_; i++) {                                \
+            __VA_ARGS__;                                                   \
+        }                                                                  \
+    } while (0)
+
 /* kernels_elementwise.c: the element loops, shared by the kernels and the
  * fused programs so that fused and unfused results are bit-identical.
  * Pointers are to n elements of the type (y never aliases an input). */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "device/fusion_program.h"
+#include "numerics/element_ops.h"
 
 /* node coordinate k = co_base[k] + sum_d out[d] * co[k][d] (when coords),
  * node linear index = lin_base + sum_d out[d] * lin[d] (always). */
@@ -152,21 +153,6 @@ static int recall(const builder *b, const hs_instruction *node,
     return FAIL;
 }
 
-static bool binary_supported(hs_opcode op, hs_dtype t)
-{
-    switch (op) {
-    case HS_OP_ADD: case HS_OP_SUBTRACT: case HS_OP_MULTIPLY:
-    case HS_OP_MAXIMUM: case HS_OP_MINIMUM:
-        return true;
-    case HS_OP_DIVIDE: case HS_OP_POWER: case HS_OP_REMAINDER:
-        return t != HS_PRED;
-    case HS_OP_AND: case HS_OP_OR: case HS_OP_XOR:
-        return t != HS_F32;
-    default:
-        return false;
-    }
-}
-
 static int emit(builder *b, const hs_instruction *in, const fmap *m,
                 int depth);
 
@@ -236,7 +222,7 @@ static int emit_op(builder *b, const hs_instruction *in, const fmap *m,
     case HS_OP_POWER: case HS_OP_REMAINDER: case HS_OP_AND: case HS_OP_OR:
     case HS_OP_XOR:
         if (n != 2 || a != t || in->operands[1]->shape.dtype != t ||
-            !binary_supported(in->opcode, t))
+            !binary_defined(in->opcode, t))
             return FAIL;
         op.kind = DEV_FOP_BINARY;
         break;

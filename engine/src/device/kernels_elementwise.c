@@ -13,44 +13,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
-#include "device/element_ops.h"
-#include "device/vmath.h"
-
-/* ---- element functions ------------------------------------------------ */
-
-ELEM float unary_f32(hs_opcode op, float v)
-{
-    switch (op) {
-    case HS_OP_ABS: return fabsf(v);
-    case HS_OP_NEGATE: return -v;
-    case HS_OP_EXP: return hs_expf(v);
-    case HS_OP_EXPM1: return expm1f(v);
-    case HS_OP_LOG: return logf(v);
-    case HS_OP_LOG1P: return log1pf(v);
-    case HS_OP_SQRT: return sqrtf(v);
-    case HS_OP_RSQRT: return 1.0f / sqrtf(v);
-    case HS_OP_TANH: return tanhf(v);
-    case HS_OP_LOGISTIC: return hs_logisticf(v);
-    case HS_OP_ERF: return erff(v);
-    case HS_OP_SIGN: return v > 0 ? 1.0f : v < 0 ? -1.0f : v;
-    case HS_OP_FLOOR: return floorf(v);
-    case HS_OP_CEIL: return ceilf(v);
-    case HS_OP_COS: return cosf(v);
-    case HS_OP_SIN: return sinf(v);
-    default: return v;
-    }
-}
-
-ELEM int64_t unary_int(hs_opcode op, int64_t v)
-{
-    switch (op) {
-    case HS_OP_ABS: return v < 0 ? (int64_t)(0 - (uint64_t)v) : v;
-    case HS_OP_NEGATE: return (int64_t)(0 - (uint64_t)v);
-    case HS_OP_SIGN: return (v > 0) - (v < 0);
-    case HS_OP_NOT: return ~v;
-    default: return v;
-    }
-}
+#include "numerics/element_ops.h"
 
 /* ---- loops ------------------------------------------------------------ */
 
@@ -65,7 +28,7 @@ ELEM int64_t unary_int(hs_opcode op, int64_t v)
 #define AVX2_CLONES
 #endif
 
-/* exp and logistic through device/vmath.h: eight lanes where the CPU has
+/* exp and logistic through numerics/vmath.h: eight lanes where the CPU has
  * AVX2, four otherwise, the same bits either way. */
 #ifdef HS_VMATH_AVX2
 __attribute__((target("avx2"))) static void exp_avx2(const float *restrict a,
@@ -230,14 +193,7 @@ static hs_status same_size(dev_ctx *x, const hs_instruction *in,
 
 bool dev_unary_supported(hs_opcode op, hs_dtype t)
 {
-    switch (t) {
-    case HS_F32: return op != HS_OP_NOT;
-    case HS_PRED: return op == HS_OP_NOT;
-    case HS_S32: case HS_S64:
-        return op == HS_OP_NOT || op == HS_OP_ABS || op == HS_OP_NEGATE ||
-               op == HS_OP_SIGN;
-    default: return false;
-    }
+    return unary_defined(op, t);
 }
 
 AVX2_CLONES void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a,
@@ -250,7 +206,7 @@ AVX2_CLONES void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a,
     default: {
         const uint8_t *restrict ap = a;
         uint8_t *restrict yp = y;
-        VLOOP(n, yp[i] = !ap[i]);
+        VLOOP(n, yp[i] = unary_pred(HS_OP_NOT, ap[i])); /* its one op */
         break;
     }
     }
@@ -314,29 +270,29 @@ hs_status dev_k_binary(dev_ctx *x, const dev_step *s, dev_val **f,
     return HS_OK;
 }
 
-#define CMP_CASE(DIR, OPR)                                                 \
+#define CMP_CASE(DIR, FN)                                                  \
     case DIR:                                                              \
-        VLOOP(n, y[i] = a[i] OPR b[i]);                                    \
+        VLOOP(n, y[i] = FN(DIR, a[i], b[i]));                              \
         break;
 
-#define DEFINE_COMPARE_LOOP(NAME, T)                                       \
+#define DEFINE_COMPARE_LOOP(NAME, T, FN)                                   \
     ELEM void NAME(hs_direction d, const T *restrict a,                    \
                      const T *restrict b, uint8_t *restrict y, int64_t n)  \
     {                                                                      \
         switch (d) {                                                       \
-            CMP_CASE(HS_DIR_EQ, ==)                                        \
-            CMP_CASE(HS_DIR_NE, !=)                                        \
-            CMP_CASE(HS_DIR_LT, <)                                         \
-            CMP_CASE(HS_DIR_LE, <=)                                        \
-            CMP_CASE(HS_DIR_GT, >)                                         \
-            CMP_CASE(HS_DIR_GE, >=)                                        \
+            CMP_CASE(HS_DIR_EQ, FN)                                        \
+            CMP_CASE(HS_DIR_NE, FN)                                        \
+            CMP_CASE(HS_DIR_LT, FN)                                        \
+            CMP_CASE(HS_DIR_LE, FN)                                        \
+            CMP_CASE(HS_DIR_GT, FN)                                        \
+            CMP_CASE(HS_DIR_GE, FN)                                        \
         default: memset(y, 0, (size_t)n); break;                           \
         }                                                                  \
     }
-DEFINE_COMPARE_LOOP(compare_f32, float)
-DEFINE_COMPARE_LOOP(compare_s32, int32_t)
-DEFINE_COMPARE_LOOP(compare_s64, int64_t)
-DEFINE_COMPARE_LOOP(compare_pred, uint8_t)
+DEFINE_COMPARE_LOOP(compare_f32, float, compare_elem_f32)
+DEFINE_COMPARE_LOOP(compare_s32, int32_t, compare_elem_s32)
+DEFINE_COMPARE_LOOP(compare_s64, int64_t, compare_elem_s64)
+DEFINE_COMPARE_LOOP(compare_pred, uint8_t, compare_elem_pred)
 
 AVX2_CLONES void dev_compare_loop(hs_direction d, hs_dtype t,
                                   const void *a, const void *b, uint8_t *y,
@@ -435,20 +391,16 @@ hs_status dev_k_select(dev_ctx *x, const dev_step *s, dev_val **f,
     return HS_OK;
 }
 
-#define DEFINE_CLAMP_LOOP(NAME, T)                                         \
+#define DEFINE_CLAMP_LOOP(NAME, T, FN)                                     \
     ELEM void NAME(const T *restrict lo, int64_t lstep,                    \
                      const T *restrict a, const T *restrict hi,            \
                      int64_t hstep, T *restrict y, int64_t n)              \
     {                                                                      \
-        VLOOP(n, {                                                         \
-            T v = a[i], l = lo[i * lstep], h = hi[i * hstep];              \
-            v = v < l ? l : v;                                             \
-            y[i] = v > h ? h : v;                                          \
-        });                                                                \
+        VLOOP(n, y[i] = FN(lo[i * lstep], a[i], hi[i * hstep]));           \
     }
-DEFINE_CLAMP_LOOP(clamp_f32, float)
-DEFINE_CLAMP_LOOP(clamp_s32, int32_t)
-DEFINE_CLAMP_LOOP(clamp_s64, int64_t)
+DEFINE_CLAMP_LOOP(clamp_f32, float, clamp_elem_f32)
+DEFINE_CLAMP_LOOP(clamp_s32, int32_t, clamp_elem_s32)
+DEFINE_CLAMP_LOOP(clamp_s64, int64_t, clamp_elem_s64)
 
 AVX2_CLONES void dev_clamp_loop(hs_dtype t, const void *lo, int64_t lstep,
                                 const void *a, const void *hi,
@@ -490,29 +442,6 @@ hs_status dev_k_clamp(dev_ctx *x, const dev_step *s, dev_val **f,
 }
 
 /* ---- convert ------------------------------------------------------------ */
-
-/* Float to integer saturates and maps NaN to 0, as XLA does. */
-ELEM int32_t f32_to_s32(float v)
-{
-    if (v != v)
-        return 0;
-    if (v >= 2147483648.0f)
-        return INT32_MAX;
-    if (v < -2147483648.0f)
-        return INT32_MIN;
-    return (int32_t)v;
-}
-
-ELEM int64_t f32_to_s64(float v)
-{
-    if (v != v)
-        return 0;
-    if (v >= 9223372036854775808.0f)
-        return INT64_MAX;
-    if (v < -9223372036854775808.0f)
-        return INT64_MIN;
-    return (int64_t)v;
-}
 
 #define CONVERT_LOOP(TI, TO, EXPR)                                         \
     do {                                                                   \

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/element_ops.h"
 #include "device/fusion_program.h"
 
 /* ---- index maps --------------------------------------------------------- */

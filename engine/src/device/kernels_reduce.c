@@ -12,8 +12,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
-#include "device/element_ops.h"
-#include "device/vmath.h"
+#include "numerics/element_ops.h"
 
 int dev_reducer_fast_op(const hs_computation *c)
 {

@@ -1,16 +1,30 @@
 /* fold.c - constant folding of small f32/s32/pred literals: element-wise
- * ops, and reshape/transpose/broadcast of constants. Semantics follow XLA's
- * evaluator where C would be undefined: integer division by zero gives -1,
- * remainder by zero gives the dividend, INT_MIN / -1 gives INT_MIN, integer
- * arithmetic wraps, float-to-int conversion saturates and maps NaN to 0. */
-#include <math.h>
+ * ops, and reshape/transpose/broadcast of constants.
+ *
+ * Every element is computed by the element function the device's kernels
+ * call (numerics/element_ops.h), so a folded constant has the bits that
+ * executing the instruction would give, by construction, and folding
+ * refuses exactly the (opcode, type) pairs the device refuses.
+ *
+ * The rule of every opcode comes from the table below, generated from
+ * HS_OPCODE_LIST (hs_opcode.h): opcode E takes the rule FOLD_E, so adding
+ * an opcode without deciding whether it folds does not compile. NULL means
+ * "never folded". */
 #include <stdlib.h>
 #include <string.h>
 
-/* The device's exp and logistic: a folded constant has the bits the
- * device would compute. */
-#include "device/vmath.h"
+#include "numerics/element_ops.h"
 #include "passes/passes_internal.h"
+
+/* One operand of an element-wise op: a constant's elements, or a scalar
+ * (a scalar constant, a broadcast of one) read at every index. */
+typedef struct operand {
+    const void *data;
+    int64_t step; /* 1, or 0 for a scalar */
+    hs_dtype type;
+} operand;
+
+#define AT(T, o, k) (((const T *)(o).data)[(k) * (o).step])
 
 /* A constant, or a broadcast of a scalar constant (read at element 0). */
 static bool constant_like(const hs_instruction *i)
@@ -22,220 +36,214 @@ static bool constant_like(const hs_instruction *i)
     return hs__is_constant(i);
 }
 
-static int64_t wrap32(int64_t v)
+/* The operands of i, when there are `arity` of them and each has n
+ * elements or is a scalar that applies to all (as clamp's bounds may be).
+ * Anything else is malformed or not constant: not folded. */
+static bool operands(const hs_instruction *i, int64_t n, int arity,
+                     operand *o)
 {
-    return (int32_t)(uint32_t)(uint64_t)v;
-}
-
-static double f32_to_s32(double v)
-{
-    if (isnan(v))
-        return 0;
-    if (v >= 2147483647.0)
-        return 2147483647.0;
-    if (v <= -2147483648.0)
-        return -2147483648.0;
-    return trunc(v);
-}
-
-static bool compare(hs_direction d, double a, double b, double *out)
-{
-    switch (d) {
-    case HS_DIR_EQ: *out = a == b; return true;
-    case HS_DIR_NE: *out = a != b; return true;
-    case HS_DIR_LT: *out = a < b; return true;
-    case HS_DIR_LE: *out = a <= b; return true;
-    case HS_DIR_GT: *out = a > b; return true;
-    case HS_DIR_GE: *out = a >= b; return true;
-    default: return false;
-    }
-}
-
-/* max/min propagate NaN, as XLA's do. */
-static float fmax_nan(float a, float b)
-{
-    return isnan(a) || isnan(b) ? NAN : (a > b ? a : b);
-}
-
-static float fmin_nan(float a, float b)
-{
-    return isnan(a) || isnan(b) ? NAN : (a < b ? a : b);
-}
-
-static bool eval_f32(hs_opcode op, float a, float b, float *out)
-{
-    switch (op) {
-    case HS_OP_ABS: *out = fabsf(a); return true;
-    case HS_OP_NEGATE: *out = -a; return true;
-    case HS_OP_EXP: *out = hs_expf(a); return true;
-    case HS_OP_EXPM1: *out = expm1f(a); return true;
-    case HS_OP_LOG: *out = logf(a); return true;
-    case HS_OP_LOG1P: *out = log1pf(a); return true;
-    case HS_OP_SQRT: *out = sqrtf(a); return true;
-    case HS_OP_RSQRT: *out = 1.0f / sqrtf(a); return true;
-    case HS_OP_TANH: *out = tanhf(a); return true;
-    case HS_OP_LOGISTIC: *out = hs_logisticf(a); return true;
-    case HS_OP_ERF: *out = erff(a); return true;
-    case HS_OP_SIGN: *out = a > 0 ? 1.0f : a < 0 ? -1.0f : a; return true;
-    case HS_OP_FLOOR: *out = floorf(a); return true;
-    case HS_OP_CEIL: *out = ceilf(a); return true;
-    case HS_OP_COS: *out = cosf(a); return true;
-    case HS_OP_SIN: *out = sinf(a); return true;
-    case HS_OP_ADD: *out = a + b; return true;
-    case HS_OP_SUBTRACT: *out = a - b; return true;
-    case HS_OP_MULTIPLY: *out = a * b; return true;
-    case HS_OP_DIVIDE: *out = a / b; return true;
-    case HS_OP_MAXIMUM: *out = fmax_nan(a, b); return true;
-    case HS_OP_MINIMUM: *out = fmin_nan(a, b); return true;
-    case HS_OP_POWER: *out = powf(a, b); return true;
-    case HS_OP_REMAINDER: *out = fmodf(a, b); return true;
-    default: return false;
-    }
-}
-
-static bool eval_s32(hs_opcode op, int64_t a, int64_t b, int64_t *out)
-{
-    switch (op) {
-    case HS_OP_ABS: *out = wrap32(a < 0 ? -a : a); return true;
-    case HS_OP_NEGATE: *out = wrap32(-a); return true;
-    case HS_OP_SIGN: *out = (a > 0) - (a < 0); return true;
-    case HS_OP_NOT: *out = wrap32(~a); return true;
-    case HS_OP_ADD: *out = wrap32(a + b); return true;
-    case HS_OP_SUBTRACT: *out = wrap32(a - b); return true;
-    case HS_OP_MULTIPLY: *out = wrap32(a * b); return true;
-    case HS_OP_DIVIDE:
-        *out = b == 0 ? -1 : (a == INT32_MIN && b == -1) ? a : a / b;
-        return true;
-    case HS_OP_REMAINDER:
-        *out = b == 0 ? a : (a == INT32_MIN && b == -1) ? 0 : a % b;
-        return true;
-    case HS_OP_MAXIMUM: *out = a > b ? a : b; return true;
-    case HS_OP_MINIMUM: *out = a < b ? a : b; return true;
-    case HS_OP_AND: *out = a & b; return true;
-    case HS_OP_OR: *out = a | b; return true;
-    case HS_OP_XOR: *out = a ^ b; return true;
-    default: return false;
-    }
-}
-
-static bool eval_pred(hs_opcode op, bool a, bool b, bool *out)
-{
-    switch (op) {
-    case HS_OP_NOT: *out = !a; return true;
-    case HS_OP_AND: *out = a && b; return true;
-    case HS_OP_OR: *out = a || b; return true;
-    case HS_OP_XOR: *out = a != b; return true;
-    case HS_OP_MAXIMUM: *out = a || b; return true;
-    case HS_OP_MINIMUM: *out = a && b; return true;
-    default: return false;
-    }
-}
-
-/* One element of an element-wise op. x[] are the operands' elements (as
- * doubles, exact for f32, s32 and pred); in is the operands' element type
- * (for select: the chosen values'); to is the result's. */
-static bool eval(const hs_instruction *i, hs_dtype in, hs_dtype to,
-                 const double *x, double *out)
-{
-    hs_opcode op = i->opcode;
-    switch (op) {
-    case HS_OP_COMPARE:
-        return compare(i->direction, x[0], x[1], out);
-    case HS_OP_SELECT:
-        *out = x[0] != 0 ? x[1] : x[2];
-        return true;
-    case HS_OP_CLAMP: /* clamp(lo, x, hi) */
-        if (in == HS_F32 && (isnan(x[0]) || isnan(x[1]) || isnan(x[2]))) {
-            *out = NAN;
-            return true;
-        }
-        *out = x[1] < x[0] ? x[0] : x[1] > x[2] ? x[2] : x[1];
-        return true;
-    case HS_OP_CONVERT:
-        if (to == HS_PRED)
-            *out = x[0] != 0;
-        else if (to == HS_S32)
-            *out = in == HS_F32 ? f32_to_s32(x[0]) : x[0];
-        else
-            *out = (float)x[0];
-        return true;
-    default:
-        break;
-    }
-    if (in == HS_F32) {
-        float r;
-        if (!eval_f32(op, (float)x[0], (float)x[1], &r))
-            return false;
-        *out = r;
-        return true;
-    }
-    if (in == HS_S32) {
-        int64_t r;
-        if (!eval_s32(op, (int64_t)x[0], (int64_t)x[1], &r))
-            return false;
-        *out = (double)r;
-        return true;
-    }
-    bool r;
-    if (!eval_pred(op, x[0] != 0, x[1] != 0, &r))
+    if (i->n_operands != arity)
         return false;
-    *out = r;
+    for (int k = 0; k < arity; k++) {
+        const hs_instruction *x = i->operands[k];
+        if (!constant_like(x))
+            return false;
+        bool bcast = x->opcode == HS_OP_BROADCAST;
+        int64_t m = bcast ? 1 : hs_shape_elements(&x->shape);
+        if (m != n && m != 1)
+            return false;
+        o[k].data = bcast ? x->operands[0]->literal : x->literal;
+        o[k].step = m == n && !bcast ? 1 : 0;
+        o[k].type = x->shape.dtype;
+    }
     return true;
 }
 
-static void store(void *data, hs_dtype t, int64_t k, double v)
+static size_t esize(hs_dtype t)
 {
-    switch (t) {
-    case HS_F32: ((float *)data)[k] = (float)v; break;
-    case HS_S32: ((int32_t *)data)[k] = (int32_t)v; break;
-    default: ((uint8_t *)data)[k] = v != 0; break;
-    }
+    return (size_t)(hs_dtype_bits(t) / 8);
 }
 
-static hs_instruction *fold_elementwise(hs_instruction *i, int64_t n)
+/* The folded constant from n elements of i's type at data (freed here). */
+static hs_instruction *finish(hs_instruction *i, void *data)
 {
-    if (i->n_operands < 1 || i->n_operands > 3)
-        return NULL;
-    /* Each operand has n elements, or is a scalar that applies to all (as
-     * clamp's bounds may be). Anything else is malformed: not folded. */
-    bool splat[3] = {false, false, false};
-    for (int o = 0; o < i->n_operands; o++) {
-        const hs_instruction *x = i->operands[o];
-        if (!constant_like(x))
-            return NULL;
-        int64_t m = x->opcode == HS_OP_BROADCAST ? n
-                                                 : hs_shape_elements(&x->shape);
-        if (m != n && m != 1)
-            return NULL;
-        splat[o] = m == 1;
-    }
-    if (i->opcode == HS_OP_COMPARE && i->compare_type &&
-        strcmp(i->compare_type, "TOTALORDER") == 0)
-        return NULL;
-    hs_dtype in = i->operands[i->opcode == HS_OP_SELECT ? 1 : 0]->shape.dtype;
-    hs_dtype to = i->shape.dtype;
-    void *data = malloc((size_t)n * 4);
-    if (!data)
-        return NULL;
-    hs_instruction *r = NULL;
-    for (int64_t k = 0; k < n; k++) {
-        double x[3] = {0, 0, 0}, v;
-        for (int o = 0; o < i->n_operands; o++)
-            x[o] = hs__constant_get(i->operands[o], splat[o] ? 0 : k);
-        if (!eval(i, in, to, x, &v))
-            goto done;
-        store(data, to, k, v);
-    }
-    r = hs__add_constant(i, &i->shape, data);
-done:
+    hs_instruction *r = data ? hs__add_constant(i, &i->shape, data) : NULL;
     free(data);
     return r;
+}
+
+static void *result(const hs_instruction *i, int64_t n)
+{
+    return malloc((size_t)n * esize(i->shape.dtype));
+}
+
+/* ---- rules ------------------------------------------------------------- */
+
+static hs_instruction *fold_unary(hs_instruction *i, int64_t n)
+{
+    operand a;
+    hs_dtype t = i->shape.dtype;
+    hs_opcode op = i->opcode;
+    if (!operands(i, n, 1, &a) || a.type != t || !unary_defined(op, t))
+        return NULL;
+    void *y = result(i, n);
+    for (int64_t k = 0; y && k < n; k++) {
+        switch (t) {
+        case HS_F32: ((float *)y)[k] = unary_f32(op, AT(float, a, k)); break;
+        case HS_S32:
+            ((int32_t *)y)[k] = (int32_t)unary_int(op, AT(int32_t, a, k));
+            break;
+        default:
+            ((uint8_t *)y)[k] = unary_pred(op, AT(uint8_t, a, k));
+            break;
+        }
+    }
+    return finish(i, y);
+}
+
+static hs_instruction *fold_binary(hs_instruction *i, int64_t n)
+{
+    operand o[2];
+    hs_dtype t = i->shape.dtype;
+    hs_opcode op = i->opcode;
+    if (!operands(i, n, 2, o) || o[0].type != t || o[1].type != t ||
+        !binary_defined(op, t))
+        return NULL;
+    void *y = result(i, n);
+    for (int64_t k = 0; y && k < n; k++) {
+        switch (t) {
+        case HS_F32:
+            ((float *)y)[k] =
+                binary_f32(op, AT(float, o[0], k), AT(float, o[1], k));
+            break;
+        case HS_S32:
+            ((int32_t *)y)[k] =
+                binary_s32(op, AT(int32_t, o[0], k), AT(int32_t, o[1], k));
+            break;
+        default:
+            ((uint8_t *)y)[k] =
+                binary_pred(op, AT(uint8_t, o[0], k), AT(uint8_t, o[1], k));
+            break;
+        }
+    }
+    return finish(i, y);
+}
+
+static hs_instruction *fold_compare(hs_instruction *i, int64_t n)
+{
+    operand o[2];
+    hs_direction d = i->direction;
+    if (!operands(i, n, 2, o) || i->shape.dtype != HS_PRED ||
+        o[0].type != o[1].type || d == HS_DIR_NONE)
+        return NULL;
+    /* The device compares floats as IEEE does; a total order is not
+     * that. */
+    if (i->compare_type && strcmp(i->compare_type, "TOTALORDER") == 0)
+        return NULL;
+    uint8_t *y = result(i, n);
+    for (int64_t k = 0; y && k < n; k++) {
+        switch (o[0].type) {
+        case HS_F32:
+            y[k] = compare_elem_f32(d, AT(float, o[0], k),
+                                    AT(float, o[1], k));
+            break;
+        case HS_S32:
+            y[k] = compare_elem_s32(d, AT(int32_t, o[0], k),
+                                    AT(int32_t, o[1], k));
+            break;
+        default:
+            y[k] = compare_elem_pred(d, AT(uint8_t, o[0], k),
+                                     AT(uint8_t, o[1], k));
+            break;
+        }
+    }
+    return finish(i, y);
+}
+
+/* select(p, a, b) copies the chosen element's bits, as the device does. */
+static hs_instruction *fold_select(hs_instruction *i, int64_t n)
+{
+    operand o[3];
+    hs_dtype t = i->shape.dtype;
+    if (!operands(i, n, 3, o) || o[0].type != HS_PRED || o[1].type != t ||
+        o[2].type != t)
+        return NULL;
+    size_t es = esize(t);
+    unsigned char *y = result(i, n);
+    for (int64_t k = 0; y && k < n; k++) {
+        const operand *c = AT(uint8_t, o[0], k) ? &o[1] : &o[2];
+        memcpy(y + (size_t)k * es,
+               (const unsigned char *)c->data + (size_t)(k * c->step) * es,
+               es);
+    }
+    return finish(i, y);
+}
+
+static hs_instruction *fold_clamp(hs_instruction *i, int64_t n)
+{
+    operand o[3]; /* lo, x, hi */
+    hs_dtype t = i->shape.dtype;
+    if (!operands(i, n, 3, o) || t == HS_PRED || o[0].type != t ||
+        o[1].type != t || o[2].type != t)
+        return NULL;
+    void *y = result(i, n);
+    for (int64_t k = 0; y && k < n; k++) {
+        if (t == HS_F32)
+            ((float *)y)[k] = clamp_elem_f32(
+                AT(float, o[0], k), AT(float, o[1], k), AT(float, o[2], k));
+        else
+            ((int32_t *)y)[k] =
+                clamp_elem_s32(AT(int32_t, o[0], k), AT(int32_t, o[1], k),
+                               AT(int32_t, o[2], k));
+    }
+    return finish(i, y);
+}
+
+/* convert between f32, s32 and pred, as device/kernels_elementwise.c's
+ * dev_convert_loop does. */
+static hs_instruction *fold_convert(hs_instruction *i, int64_t n)
+{
+    operand a;
+    hs_dtype to = i->shape.dtype;
+    if (!operands(i, n, 1, &a))
+        return NULL;
+    void *y = result(i, n);
+    for (int64_t k = 0; y && k < n; k++) {
+        float f = 0;
+        int32_t s = 0;
+        uint8_t p = 0;
+        switch (a.type) {
+        case HS_F32:
+            f = AT(float, a, k);
+            s = f32_to_s32(f);
+            p = f != 0;
+            break;
+        case HS_S32:
+            s = AT(int32_t, a, k);
+            f = (float)s;
+            p = s != 0;
+            break;
+        default:
+            p = AT(uint8_t, a, k) != 0;
+            f = p;
+            s = p;
+            break;
+        }
+        switch (to) {
+        case HS_F32: ((float *)y)[k] = f; break;
+        case HS_S32: ((int32_t *)y)[k] = s; break;
+        default: ((uint8_t *)y)[k] = p; break;
+        }
+    }
+    return finish(i, y);
 }
 
 /* Reshape, transpose and broadcast only move elements: out element k
  * reads operand element sum(index_d * step[d]) over output dimensions d. */
 static hs_instruction *fold_move(hs_instruction *i, int64_t n)
 {
+    if (i->n_operands != 1 || !hs__is_constant(i->operands[0]))
+        return NULL;
     const hs_instruction *src = i->operands[0];
     const hs_shape *os = &src->shape, *s = &i->shape;
     if (os->dtype != s->dtype || os->rank > HS_MAX_RANK)
@@ -268,15 +276,14 @@ static hs_instruction *fold_move(hs_instruction *i, int64_t n)
             step[i->dims[j]] = src_stride[j];
         }
     }
-    size_t esize = (size_t)(hs_dtype_bits(s->dtype) / 8);
-    unsigned char *data = malloc((size_t)n * esize);
+    size_t es = esize(s->dtype);
+    unsigned char *data = malloc((size_t)n * es);
     if (!data)
         return NULL;
     int64_t idx[HS_MAX_RANK] = {0}, at = 0;
     for (int64_t k = 0; k < n; k++) {
-        memcpy(data + (size_t)k * esize,
-               (const unsigned char *)src->literal + (size_t)at * esize,
-               esize);
+        memcpy(data + (size_t)k * es,
+               (const unsigned char *)src->literal + (size_t)at * es, es);
         /* Advance the output index like an odometer, last dimension
          * fastest, keeping the source offset in step. */
         for (int d = s->rank - 1; d >= 0; d--) {
@@ -287,31 +294,113 @@ static hs_instruction *fold_move(hs_instruction *i, int64_t n)
             idx[d] = 0;
         }
     }
-    hs_instruction *r = hs__add_constant(i, s, data);
-    free(data);
-    return r;
+    return finish(i, data);
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
+
+/* leaves: already constants, or not known at compile time */
+#define FOLD_PARAMETER NULL
+#define FOLD_CONSTANT NULL
+#define FOLD_IOTA NULL
+/* element-wise unary */
+#define FOLD_ABS fold_unary
+#define FOLD_NEGATE fold_unary
+#define FOLD_EXP fold_unary
+#define FOLD_EXPM1 fold_unary
+#define FOLD_LOG fold_unary
+#define FOLD_LOG1P fold_unary
+#define FOLD_SQRT fold_unary
+#define FOLD_RSQRT fold_unary
+#define FOLD_TANH fold_unary
+#define FOLD_LOGISTIC fold_unary
+#define FOLD_ERF fold_unary
+#define FOLD_SIGN fold_unary
+#define FOLD_FLOOR fold_unary
+#define FOLD_CEIL fold_unary
+#define FOLD_COS fold_unary
+#define FOLD_SIN fold_unary
+#define FOLD_NOT fold_unary
+#define FOLD_CONVERT fold_convert
+#define FOLD_BITCAST_CONVERT NULL /* reinterprets bits: not modelled */
+/* element-wise binary */
+#define FOLD_ADD fold_binary
+#define FOLD_SUBTRACT fold_binary
+#define FOLD_MULTIPLY fold_binary
+#define FOLD_DIVIDE fold_binary
+#define FOLD_MAXIMUM fold_binary
+#define FOLD_MINIMUM fold_binary
+#define FOLD_POWER fold_binary
+#define FOLD_REMAINDER fold_binary
+#define FOLD_AND fold_binary
+#define FOLD_OR fold_binary
+#define FOLD_XOR fold_binary
+#define FOLD_COMPARE fold_compare
+/* element-wise ternary */
+#define FOLD_SELECT fold_select
+#define FOLD_CLAMP fold_clamp
+/* data movement: the ones that only reorder a constant's elements */
+#define FOLD_BROADCAST fold_move
+#define FOLD_RESHAPE fold_move
+#define FOLD_BITCAST NULL /* a layout change: kept for the layout */
+#define FOLD_TRANSPOSE fold_move
+#define FOLD_SLICE NULL
+#define FOLD_CONCATENATE NULL
+#define FOLD_REVERSE NULL
+#define FOLD_PAD NULL
+#define FOLD_DYNAMIC_SLICE NULL
+#define FOLD_DYNAMIC_UPDATE_SLICE NULL
+#define FOLD_GATHER NULL
+#define FOLD_SCATTER NULL
+/* compute: left to the device */
+#define FOLD_DOT NULL
+#define FOLD_CONVOLUTION NULL
+#define FOLD_REDUCE NULL
+#define FOLD_REDUCE_WINDOW NULL
+#define FOLD_MAP NULL
+#define FOLD_SORT NULL
+#define FOLD_RNG NULL
+/* tuples, control flow, memory, collectives: not values to fold */
+#define FOLD_TUPLE NULL
+#define FOLD_GET_TUPLE_ELEMENT NULL
+#define FOLD_WHILE NULL
+#define FOLD_CALL NULL
+#define FOLD_CONDITIONAL NULL
+#define FOLD_FUSION NULL
+#define FOLD_CUSTOM_CALL NULL
+#define FOLD_OPTIMIZATION_BARRIER NULL
+#define FOLD_AFTER_ALL NULL
+#define FOLD_COPY NULL
+#define FOLD_COPY_START NULL
+#define FOLD_COPY_DONE NULL
+#define FOLD_ALL_REDUCE NULL
+#define FOLD_ALL_GATHER NULL
+#define FOLD_REDUCE_SCATTER NULL
+#define FOLD_ALL_TO_ALL NULL
+#define FOLD_COLLECTIVE_PERMUTE NULL
+#define FOLD_PARTITION_ID NULL
+#define FOLD_REPLICA_ID NULL
+#define FOLD_UNKNOWN NULL
+
+static const fold_rule fold_table[HS_OP_COUNT] = {
+#define HS_X(e, n, a, c) [HS_OP_##e] = FOLD_##e,
+    HS_OPCODE_LIST(HS_X)
+#undef HS_X
+};
+
+bool hs__fold_has_rule(hs_opcode op)
+{
+    return (unsigned)op < HS_OP_COUNT && fold_table[op] != NULL;
 }
 
 hs_instruction *hs__fold(hs_instruction *i, int64_t max_elements)
 {
-    if (!hs__foldable_dtype(i->shape.dtype))
+    if (!hs__fold_has_rule(i->opcode) || !hs__foldable_dtype(i->shape.dtype))
         return NULL;
     int64_t n = hs_shape_elements(&i->shape);
     if (n <= 0 || n > max_elements)
         return NULL;
-    switch (i->opcode) {
-    case HS_OP_RESHAPE:
-    case HS_OP_TRANSPOSE:
-    case HS_OP_BROADCAST:
-        if (i->n_operands != 1 || !hs__is_constant(i->operands[0]))
-            return NULL;
-        return fold_move(i, n);
-    case HS_OP_BITCAST_CONVERT:
-    case HS_OP_MAP:
-        return NULL;
-    default:
-        if (!hs_opcode_is_elementwise(i->opcode))
-            return NULL;
-        return fold_elementwise(i, n);
-    }
+    return fold_table[i->opcode](i, n);
 }

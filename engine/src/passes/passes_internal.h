@@ -68,6 +68,8 @@ hs_instruction *hs__add_constant(const hs_instruction *like,
  * NULL otherwise. Broadcasts of scalar constants are never folded by
  * themselves: they stay cheap to store and to recognise. */
 hs_instruction *hs__fold(hs_instruction *i, int64_t max_elements);
+/* Whether op has a folding rule at all (fold.c's table). */
+bool hs__fold_has_rule(hs_opcode op);
 /* host_offload.c: copy-starts right after their operand, copy-dones right
  * before their first use (called by schedule on the order it keeps); true
  * when anything moved. */

@@ -5,9 +5,11 @@
  *
  * One definition serves arrays and scalars: a scalar goes through lane 0 of
  * the same vector code, so an element has the same value whether it is
- * computed in a loop body, a loop tail or by the constant folder. Only
- * plain IEEE operations are used (no fused multiply-add: C11 mode keeps
- * -ffp-contract=off), so results do not depend on the instruction set.
+ * computed in a loop body, a loop tail or by the constant folder
+ * (passes/fold.c calls the element functions of element_ops.h, which call
+ * these). Only plain IEEE operations are used (no fused multiply-add: C11
+ * mode keeps -ffp-contract=off), so results do not depend on the
+ * instruction set.
  *
  * exp: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so that n * hi
  * is exact), e^r = 1 + r + r^2 q(r) with q a degree-4 minimax polynomial
@@ -17,8 +19,8 @@
  * tests/unit/test_device.c checks a sweep); overflows to +inf above
  * ln(FLT_MAX), underflows to +0 below about -103.97, exp(NaN) is NaN.
  */
-#ifndef HS_DEVICE_VMATH_H
-#define HS_DEVICE_VMATH_H
+#ifndef HS_NUMERICS_VMATH_H
+#define HS_NUMERICS_VMATH_H
 
 #include <stdint.h>
 #include <string.h>
@@ -26,7 +28,7 @@
 /* Four lanes: one SSE register at the baseline (wider GCC vectors would
  * be split, and their compares scalarised, without -mavx). Eight lanes
  * (hs_v8f) only inside functions built for AVX2, chosen at run time by
- * kernels_elementwise.c; both widths run the same operations per lane, so they give
+ * device/kernels_elementwise.c; both widths run the same operations per lane, so they give
  * the same bits. */
 typedef float hs_v4f __attribute__((vector_size(16)));
 typedef int32_t hs_v4i __attribute__((vector_size(16)));
