@@ -2,9 +2,9 @@
  * its workers are exec'd images of this program (never a fork of a process
  * where threads ran), layouts complete while this program's threads hold
  * locks and churn the allocator, a worker killed at its deadline or crashed
- * is reported and replaced, a dead server is restarted, every worker
- * draws the same bytes for the same DOT, and a server that cannot start is
- * a clear error. */
+ * is reported and replaced, a dead server is restarted, a reused worker
+ * draws the same bytes as a fresh one, and a server that cannot start is a
+ * clear error. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -122,7 +122,7 @@ static int children_of(pid_t parent, pid_t *pids, int cap)
 }
 
 /* Children of the server whose name is comm, waiting up to 20 s until
- * there are want of them (and no other child); the count found. */
+ * there are at least want of them and no other child; the count found. */
 static int settle(const char *comm, int want, pid_t *pids, int cap)
 {
     int n = 0;
@@ -136,7 +136,7 @@ static int settle(const char *comm, int want, pid_t *pids, int cap)
                 pids[match++] = kids[j];
         }
         n = match;
-        if (n == want && k == want)
+        if (n >= want && k == n)
             return n;
         usleep(10000);
     }
@@ -174,9 +174,9 @@ static void server_and_workers_are_exec_d_images(void **state)
 
     /* The spares, warm and idle; none of them a copy of the server. */
     pid_t kids[8];
-    assert_int_equal(settle("hs-layout-idle", HS_LAYOUT_SPARE, kids, 8),
-                     HS_LAYOUT_SPARE);
-    for (int k = 0; k < HS_LAYOUT_SPARE; k++) {
+    int n = settle("hs-layout-idle", HS_LAYOUT_SPARE, kids, 8);
+    assert_true(n >= HS_LAYOUT_SPARE);
+    for (int k = 0; k < n; k++) {
         assert_int_equal(proc_read(kids[k], "cmdline", cmd, sizeof cmd),
                          sizeof "hloscope-layout\0worker");
         assert_memory_equal(cmd, "hloscope-layout\0worker",
@@ -262,10 +262,10 @@ static void timed_out_worker_is_killed_reaped_and_replaced(void **state)
     /* The server reported after reaping the killed worker: it is gone, not
      * a zombie, and a new spare takes its place. */
     pid_t kids[8];
-    assert_int_equal(settle("hs-layout-idle", HS_LAYOUT_SPARE, kids, 8),
-                     HS_LAYOUT_SPARE);
+    int n = settle("hs-layout-idle", HS_LAYOUT_SPARE, kids, 8);
+    assert_int_equal(n, HS_LAYOUT_SPARE);
     int replaced = 0;
-    for (int k = 0; k < HS_LAYOUT_SPARE; k++)
+    for (int k = 0; k < n; k++)
         replaced += kids[k] != spares[0] && kids[k] != spares[1];
     assert_int_equal(replaced, 1);
     /* A deadline already past when the job is queued: nothing to kill. */
@@ -355,41 +355,49 @@ static void dead_server_is_restarted(void **state)
 
 /* ---- the pool -------------------------------------------------------------- */
 
-/* Graphviz orders clusters by the addresses of their interned names, so
- * its output depends on what its process did before; a worker laid out
- * graph after graph drew clusters in another order. Each worker runs one
- * job from the same warm state: the same DOT gives the same bytes every
- * time, whatever was laid out in between. */
-static void every_worker_draws_the_same_bytes(void **state)
+/* Graphviz orders clusters by the addresses of their interned names and
+ * numbers anonymous graphs from a counter it never resets, so with its
+ * defaults a worker that had drawn other graphs drew clusters in another
+ * order and titled an anonymous graph "%15" instead of "%1". With the
+ * worker's arena and id counter, the same DOT gives the same bytes in a
+ * fresh worker (HS_LAYOUT_WORKER_JOBS=1) and in one reused for graph after
+ * graph, errors included. */
+static void reused_worker_draws_the_same_bytes_as_a_fresh_one(void **state)
 {
     (void)state;
     hs_buf b = {0};
-    hs__buf_puts(&b, "digraph G { compound=true;\n");
+    hs__buf_puts(&b, "digraph { compound=true;\n");
     for (int k = 0; k < 8; k++)
         hs__buf_printf(&b,
                        "  subgraph cluster_c%d { label=\"body %d\"; "
                        "a%d -> b%d -> c%d; a%d -> c%d }\n  c%d -> a%d;\n",
                        k, k, k, k, k, k, k, k, (k * 5 + 3) % 8);
     hs__buf_puts(&b, "}\n");
+    setenv("HS_LAYOUT_WORKER_JOBS", "1", 1);
     restart_server();
-    char *first = layout(b.data, 20000);
+    char *fresh = layout(b.data, 20000);
+    unsetenv("HS_LAYOUT_WORKER_JOBS");
+    assert_contains(fresh, "<title>%1</title>");
+    restart_server();
     for (int k = 0; k < 8; k++) {
         char other[160];
         snprintf(other, sizeof other,
-                 "digraph H { subgraph cluster_x%d { p -> q%d } "
+                 "digraph { subgraph cluster_x%d { p -> q%d } "
                  "subgraph cluster_y { q%d -> r } }",
                  k, k, k);
         free(layout(other, 20000));
-        char *out = NULL;
-        hs_error err;
-        assert_int_equal(hs_render_layout("digraph { a -> ", "dot", "svg",
-                                          20000, &out, NULL, &err),
-                         HS_ERR_INVALID);
+        if (k % 3 == 1) {
+            char *out = NULL;
+            hs_error err;
+            assert_int_equal(hs_render_layout("digraph { a -> ", "dot", "svg",
+                                              20000, &out, NULL, &err),
+                             HS_ERR_INVALID);
+        }
         char *again = layout(b.data, 20000);
-        assert_string_equal(again, first);
+        assert_string_equal(again, fresh);
         free(again);
     }
-    free(first);
+    free(fresh);
     hs__buf_free(&b);
 }
 
@@ -424,7 +432,7 @@ int main(void)
         cmocka_unit_test(timed_out_worker_is_killed_reaped_and_replaced),
         cmocka_unit_test(crashed_worker_is_reported),
         cmocka_unit_test(dead_server_is_restarted),
-        cmocka_unit_test(every_worker_draws_the_same_bytes),
+        cmocka_unit_test(reused_worker_draws_the_same_bytes_as_a_fresh_one),
         cmocka_unit_test(server_that_cannot_start_is_a_clear_error),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);

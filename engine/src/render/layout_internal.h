@@ -17,10 +17,10 @@
  *
  * The server keeps HS_LAYOUT_SPARE workers warm and idle ahead of need,
  * so that a layout does not wait for an exec and Graphviz's start. It
- * hands each job to an idle worker, which runs that one job and exits
- * (layout_worker.c says why one), spawns a replacement, kills a worker at
- * the job's deadline, and reports how each job ended, so the caller never
- * waits on a process it did not start. */
+ * hands each job to an idle worker (one job at a time; a worker runs up to
+ * HS_LAYOUT_WORKER_JOBS of them), kills a worker at the job's deadline and
+ * replaces it, and reports how each job ended, so the caller never waits on
+ * a process it did not start. */
 #ifndef HLOSCOPE_LAYOUT_INTERNAL_H
 #define HLOSCOPE_LAYOUT_INTERNAL_H
 
@@ -43,8 +43,10 @@ enum {
 /* Defaults of the server's pool, each overridable by the environment
  * variable of the same name (read by the server at its start). */
 enum {
-    HS_LAYOUT_SPARE = 2,       /* idle warm workers kept ready */
-    HS_LAYOUT_MAX_WORKERS = 16 /* workers at once; more requests queue */
+    HS_LAYOUT_SPARE = 2,         /* idle warm workers kept ready */
+    HS_LAYOUT_WORKER_JOBS = 100, /* jobs per worker before it is replaced
+                                    (1: a fresh worker for every job) */
+    HS_LAYOUT_MAX_WORKERS = 16   /* workers at once; more requests queue */
 };
 
 /* Engines and formats the worker accepts, by index. */
@@ -78,16 +80,17 @@ typedef struct hs_layout_frame {
 
 typedef enum hs_layout_event {
     HS_LAYOUT_STARTED = 1,  /* server -> caller: a worker has the job (pid) */
-    HS_LAYOUT_FINISHED = 2, /* server -> caller: the job is over (wstatus,
-                               timed_out, error) */
-    HS_LAYOUT_READY = 3     /* server -> program, worker -> server */
+    HS_LAYOUT_FINISHED = 2, /* server -> caller: the job is over (wstatus
+                               when the worker died, timed_out, error) */
+    HS_LAYOUT_READY = 3,    /* server -> program, worker -> server */
+    HS_LAYOUT_DONE = 4      /* worker -> server: answered, ready for more */
 } hs_layout_event;
 
 typedef struct hs_layout_status {
     uint32_t magic;
     int32_t event;
     int32_t pid;
-    int32_t wstatus;   /* the worker's, as from waitpid */
+    int32_t wstatus;   /* as from waitpid; 0 when the worker lives on */
     int32_t timed_out; /* killed at the deadline (or never started) */
     int32_t error;     /* errno when no worker could be started */
 } hs_layout_status;
@@ -116,9 +119,18 @@ int hs__layout_spawn(hs_layout_role role, int ctl_fd, pid_t *pid);
 
 /* The server's loop on its control socket; never returns. */
 void hs__layout_server_main(void) __attribute__((noreturn));
-/* A worker's life: warm Graphviz, say READY, run the one job the server
- * hands it, exit. It dies with the server (pid server). */
+/* A worker's life: warm Graphviz, say READY, run jobs until the server
+ * closes the socket. It dies with the server (pid server). */
 void hs__layout_worker_main(pid_t server) __attribute__((noreturn));
+
+/* ---- a job's graph (layout_graph.c) ---------------------------------------- */
+
+struct Agraph_s;
+/* The DOT read with the disciplines that make its drawing depend on the
+ * DOT alone; NULL on a syntax error (Graphviz reports it). */
+struct Agraph_s *hs__layout_read_graph(char *dot, size_t len);
+/* After agclose of that graph: its memory starts over, zeroed. */
+void hs__layout_graph_closed(void);
 
 /* The server's pid, or -1 when none is running, and how many servers were
  * started so far (for tests). */

@@ -1,10 +1,9 @@
 /* layout_server.c - the layout server: a process spawned once by the
- * program (layout_spawn.c) that keeps a few warm workers ready, spawned the
- * same way, hands each layout request to an idle one (one job per worker:
- * layout_worker.c says why), spawns its replacement, kills a worker at its
- * job's deadline, reaps it and tells the caller how the job ended. It
- * never runs Graphviz itself, and it exits when the program closes the
- * control socket (or dies). */
+ * program (layout_spawn.c) that keeps a pool of warm workers, spawned the
+ * same way, hands each layout request to an idle one, kills a worker at
+ * its job's deadline and replaces it, and tells each caller how its job
+ * ended. It never runs Graphviz itself, and it exits when the program
+ * closes the control socket (or dies). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -72,7 +71,7 @@ bool hs__send_status(int fd, int event, pid_t pid, int wstatus,
 typedef enum wstate {
     W_STARTING, /* spawned, warming Graphviz */
     W_IDLE,
-    W_BUSY,   /* has its one job */
+    W_BUSY,   /* has a job */
     W_LEAVING /* retired or killed: waiting to be reaped */
 } wstate;
 
@@ -80,6 +79,7 @@ typedef struct worker {
     pid_t pid;
     int fd; /* socket to the worker; -1 once closed */
     wstate state;
+    int jobs;            /* jobs handed to it so far */
     int64_t since_ms;    /* when it was spawned (STARTING) or went idle */
     int status_fd;       /* the current job's caller (BUSY) */
     int64_t deadline_ms; /* the current job's deadline (BUSY) */
@@ -96,7 +96,8 @@ static worker *workers;
 static int n_workers, cap_workers;
 static job *queue;
 static int n_queued, cap_queued;
-static int spare = HS_LAYOUT_SPARE, max_workers = HS_LAYOUT_MAX_WORKERS;
+static int spare = HS_LAYOUT_SPARE, worker_jobs = HS_LAYOUT_WORKER_JOBS,
+           max_workers = HS_LAYOUT_MAX_WORKERS;
 static int start_failures; /* workers in a row that died before READY */
 static int last_start_status; /* wstatus of the last one */
 static int wake_pipe[2] = {-1, -1};
@@ -176,8 +177,8 @@ static int spawn_worker(void)
         close(sv[0]);
         return e;
     }
-    workers[n_workers++] = (worker){pid, sv[0], W_STARTING, hs__now_ms(), -1,
-                                    0, false};
+    workers[n_workers++] = (worker){pid, sv[0], W_STARTING, 0, hs__now_ms(),
+                                    -1, 0, false};
     return 0;
 }
 
@@ -220,6 +221,7 @@ static bool hand(worker *w, const job *j)
     }
     close(j->data_fd);
     w->state = W_BUSY;
+    w->jobs++;
     w->status_fd = j->status_fd;
     w->deadline_ms = j->rq.deadline_ms;
     w->timed_out = false;
@@ -270,18 +272,27 @@ static void dispatch(void)
     }
 }
 
-/* A message from worker w: READY after its warm-up; EOF when it exits. */
+/* A message from worker w: READY after its warm-up, DONE after a job;
+ * EOF when it exits. */
 static void from_worker(worker *w)
 {
     hs_layout_status s;
     ssize_t n = recv(w->fd, &s, sizeof s, MSG_DONTWAIT);
     if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
-    if (n == (ssize_t)sizeof s && s.magic == HS_LAYOUT_MAGIC &&
-        s.event == HS_LAYOUT_READY && w->state == W_STARTING) {
+    bool ours = n == (ssize_t)sizeof s && s.magic == HS_LAYOUT_MAGIC;
+    if (ours && s.event == HS_LAYOUT_READY && w->state == W_STARTING) {
         w->state = W_IDLE;
         w->since_ms = hs__now_ms();
         start_failures = 0;
+        return;
+    }
+    if (ours && s.event == HS_LAYOUT_DONE && w->state == W_BUSY) {
+        finish_job(w, 0);
+        w->state = W_IDLE;
+        w->since_ms = hs__now_ms();
+        if (w->jobs >= worker_jobs)
+            retire(w);
         return;
     }
     /* Gone (its exit is reaped) or not ours: either way, done with it. A
@@ -462,6 +473,8 @@ void hs__layout_server_main(void)
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sigaction(SIGCHLD, &sa, NULL);
     spare = setting("HS_LAYOUT_SPARE", HS_LAYOUT_SPARE, 0, 64);
+    worker_jobs = setting("HS_LAYOUT_WORKER_JOBS", HS_LAYOUT_WORKER_JOBS, 1,
+                          1000000);
     max_workers = setting("HS_LAYOUT_MAX_WORKERS", HS_LAYOUT_MAX_WORKERS, 1,
                           256);
     if (spare > max_workers)
@@ -488,7 +501,8 @@ void hs__layout_server_main(void)
             while (read(wake_pipe[0], buf, sizeof buf) > 0) {
             }
         }
-        /* Messages before exits: a READY sent before a worker died. */
+        /* Messages before exits: a DONE already sent is a finished job
+         * even when the worker died right after. */
         for (int k = 0; k < n_w; k++)
             if (p[2 + k].revents) {
                 worker *w = find(whose[k]);

@@ -1,25 +1,19 @@
 /* layout_worker.c - the process that runs Graphviz: spawned by the layout
  * server from a clean image (layout_spawn.c) ahead of need, it warms
- * Graphviz, says READY and waits for one job: it reads the DOT text from
- * the job's data socket, lays it out, writes a framed result and exits. A
- * crash or a kill at the deadline costs this process only.
- *
- * Graphviz's output depends on heap addresses: cgraph orders subgraphs by
- * the addresses of their interned names, so the same DOT can come out with
- * its clusters in another order. With malloc those addresses depend on the
- * process's past: a worker that had laid out other graphs before differed
- * from a fresh one in 18 of 30 layouts of the decoder's views, and fresh
- * workers differed among themselves (Pango's warm-up thread allocates
- * concurrently). So the graph's memory comes from a bump arena, whose
- * addresses grow in the order the parser meets the names, and a worker
- * runs one job: the same DOT gives the same bytes every time. */
+ * Graphviz, says READY and runs jobs one at a time: it reads the DOT text
+ * from the job's data socket, lays it out (the graph read as
+ * layout_graph.c says, so that the drawing depends on the DOT alone),
+ * writes a framed result and tells the server DONE. A crash or a kill at
+ * the deadline costs this process only. A worker whose Graphviz reported
+ * an error leaves after answering, so no error state reaches another job;
+ * the server retires it after HS_LAYOUT_WORKER_JOBS jobs, so no leak
+ * grows without bound. */
 #include <errno.h>
 #include <gvc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -94,99 +88,22 @@ static int capture_error(char *msg)
     return 0;
 }
 
-/* Writes the frame and payload: the worker's exit status, 0 when the
- * caller got it all, 3 when it stopped reading. */
-static int reply(int fd, hs_layout_result r, const char *data, size_t len)
+/* Writes the frame and payload; a caller that stopped reading is not an
+ * error of ours. */
+static void reply(int fd, hs_layout_result r, const char *data, size_t len)
 {
     hs_layout_frame f = {HS_LAYOUT_MAGIC, (uint32_t)r, (uint64_t)len};
-    return hs__write_all(fd, &f, sizeof f) && hs__write_all(fd, data, len)
-               ? 0
-               : 3;
+    if (hs__write_all(fd, &f, sizeof f))
+        hs__write_all(fd, data, len);
 }
 
-static int reply_error(int fd, hs_layout_result r, const char *fallback)
+/* Answers with Graphviz's first message (or the fallback); false: the
+ * worker is not clean any more. */
+static bool reply_error(int fd, hs_layout_result r, const char *fallback)
 {
     const char *msg = first_error[0] ? first_error : fallback;
-    return reply(fd, r, msg, strlen(msg));
-}
-
-/* ---- the graph's memory ---------------------------------------------------- */
-
-/* A reservation of address space, touched as the graph grows; never freed,
- * as the worker exits after its job. When it is full, or cannot be had
- * (strict overcommit), the graph falls back to calloc: correct, only no
- * longer in a fixed order. */
-#define ARENA_BYTES ((size_t)4 << 30)
-
-static char *arena;
-static size_t arena_used;
-
-static void *arena_open(Agdisc_t *disc)
-{
-    (void)disc;
-    if (!arena) {
-        void *p = mmap(NULL, ARENA_BYTES, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        arena = p == MAP_FAILED ? NULL : p;
-    }
-    return &arena_used; /* cgraph wants a state; ours is global */
-}
-
-static bool in_arena(const void *p)
-{
-    return arena && (const char *)p >= arena &&
-           (const char *)p < arena + ARENA_BYTES;
-}
-
-/* Zeroed memory, as cgraph's own discipline (calloc) gives. */
-static void *arena_alloc(void *state, size_t req)
-{
-    (void)state;
-    size_t n = (req + 15) & ~(size_t)15;
-    if (arena && n >= req && n <= ARENA_BYTES - arena_used) {
-        void *p = arena + arena_used;
-        arena_used += n;
-        return p;
-    }
-    return calloc(1, req ? req : 1);
-}
-
-static void *arena_resize(void *state, void *ptr, size_t old, size_t req)
-{
-    void *p = arena_alloc(state, req);
-    if (p && ptr) {
-        memcpy(p, ptr, old < req ? old : req);
-        if (!in_arena(ptr))
-            free(ptr);
-    }
-    return p;
-}
-
-static void arena_free(void *state, void *ptr)
-{
-    (void)state;
-    if (!in_arena(ptr))
-        free(ptr);
-}
-
-static void arena_close(void *state)
-{
-    (void)state;
-}
-
-static Agmemdisc_t arena_disc = {arena_open, arena_alloc, arena_resize,
-                                 arena_free, arena_close};
-
-/* agmemread, with the graph's memory from the arena. */
-static Agraph_t *read_graph(char *dot, size_t len)
-{
-    FILE *f = len ? fmemopen(dot, len, "r") : NULL;
-    if (!f)
-        return NULL;
-    Agdisc_t disc = {&arena_disc, &AgIdDisc, &AgIoDisc};
-    Agraph_t *g = agread(f, &disc);
-    fclose(f);
-    return g;
+    reply(fd, r, msg, strlen(msg));
+    return false;
 }
 
 /* ---- the job ---------------------------------------------------------------- */
@@ -213,40 +130,72 @@ static char *read_dot(int fd, uint64_t len, bool *gone)
     return dot;
 }
 
-/* The job: the worker's exit status (see reply; 4 when the caller went
- * away before sending all of the DOT). */
-static int run_job(GVC_t *gvc, int fd, const hs_layout_request *rq)
+/* A CPU limit backs up the server's deadline: this job may use what is
+ * left of it, plus two seconds, on top of what the worker used so far. */
+static void limit_cpu(int64_t deadline_ms)
 {
-    /* A CPU limit backs up the server's deadline. */
-    int64_t left = rq->deadline_ms - hs__now_ms();
+    struct rusage u;
     struct rlimit cpu;
-    cpu.rlim_cur = cpu.rlim_max = (rlim_t)((left > 0 ? left : 0) / 1000 + 2);
+    if (getrusage(RUSAGE_SELF, &u) != 0 || getrlimit(RLIMIT_CPU, &cpu) != 0)
+        return;
+    int64_t left = deadline_ms - hs__now_ms();
+    rlim_t want = (rlim_t)(u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1) +
+                  (rlim_t)((left > 0 ? left : 0) / 1000 + 2);
+    if (cpu.rlim_max == RLIM_INFINITY || want < cpu.rlim_max)
+        cpu.rlim_cur = want;
     setrlimit(RLIMIT_CPU, &cpu);
-    if (rq->dot_len > MAX_DOT_BYTES)
-        return reply_error(fd, HS_LAYOUT_FAILED,
-                           "DOT text too large for the layout worker");
-    bool gone = false;
-    char *dot = read_dot(fd, rq->dot_len, &gone);
-    if (!dot)
-        return gone ? 4
-                    : reply_error(fd, HS_LAYOUT_FAILED,
-                                  "out of memory in the layout worker");
-    agseterr(AGERR);
-    agseterrf(capture_error);
-    Agraph_t *g = read_graph(dot, (size_t)rq->dot_len);
-    if (!g)
-        return reply_error(fd, HS_LAYOUT_BAD_INPUT, "DOT syntax error");
+}
+
+/* Lays out the graph and answers; false when Graphviz reported an error. */
+static bool draw(GVC_t *gvc, int fd, Agraph_t *g, const hs_layout_request *rq)
+{
     if (gvLayout(gvc, g, hs__layout_engines[rq->engine]) != 0)
         return reply_error(fd, HS_LAYOUT_FAILED, "layout failed");
     char *data = NULL;
     unsigned int len = 0;
-    if (gvRenderData(gvc, g, hs__layout_formats[rq->format], &data, &len) != 0 ||
-        !data)
-        return reply_error(fd, HS_LAYOUT_FAILED, "rendering failed");
-    return reply(fd, HS_LAYOUT_OK, data, len);
+    bool ok = gvRenderData(gvc, g, hs__layout_formats[rq->format], &data,
+                           &len) == 0 &&
+              data;
+    if (ok)
+        reply(fd, HS_LAYOUT_OK, data, len);
+    else
+        reply_error(fd, HS_LAYOUT_FAILED, "rendering failed");
+    gvFreeRenderData(data);
+    gvFreeLayout(gvc, g);
+    return ok && !first_error[0];
 }
 
-/* The job from the server: 1, or 0 when the server closed the socket
+/* One job; false when the worker is not clean after it (Graphviz reported
+ * an error). */
+static bool run_job(GVC_t *gvc, int fd, const hs_layout_request *rq)
+{
+    limit_cpu(rq->deadline_ms);
+    first_error[0] = '\0';
+    first_error_done = false;
+    if (rq->dot_len > MAX_DOT_BYTES) {
+        reply_error(fd, HS_LAYOUT_FAILED,
+                    "DOT text too large for the layout worker");
+        return true;
+    }
+    bool gone = false;
+    char *dot = read_dot(fd, rq->dot_len, &gone);
+    if (!dot) {
+        if (!gone)
+            reply_error(fd, HS_LAYOUT_FAILED,
+                        "out of memory in the layout worker");
+        return true;
+    }
+    Agraph_t *g = hs__layout_read_graph(dot, (size_t)rq->dot_len);
+    free(dot);
+    if (!g)
+        return reply_error(fd, HS_LAYOUT_BAD_INPUT, "DOT syntax error");
+    bool clean = draw(gvc, fd, g, rq);
+    agclose(g);
+    hs__layout_graph_closed();
+    return clean;
+}
+
+/* The next job from the server: 1, or 0 when the server closed the socket
  * (retired this worker, or is gone). */
 static int next_job(hs_layout_request *rq, int *data_fd)
 {
@@ -297,14 +246,22 @@ void hs__layout_worker_main(pid_t server)
     GVC_t *gvc = warm_up();
     if (!gvc)
         _exit(5);
-    if (!hs__send_status(HS_LAYOUT_CTL_FD, HS_LAYOUT_READY, getpid(), 0,
-                         false, 0))
-        _exit(0);
-    show_state("hs-layout-idle");
-    hs_layout_request rq;
-    int fd;
-    if (!next_job(&rq, &fd))
-        _exit(0); /* retired before it had a job */
-    show_state("hs-layout-busy");
-    _exit(run_job(gvc, fd, &rq));
+    agseterr(AGERR);
+    agseterrf(capture_error);
+    int event = HS_LAYOUT_READY;
+    for (;;) {
+        if (!hs__send_status(HS_LAYOUT_CTL_FD, event, getpid(), 0, false, 0))
+            _exit(0);
+        show_state("hs-layout-idle");
+        hs_layout_request rq;
+        int fd;
+        if (!next_job(&rq, &fd))
+            _exit(0); /* retired, or the server is gone */
+        show_state("hs-layout-busy");
+        bool clean = run_job(gvc, fd, &rq);
+        close(fd); /* the caller's read ends here */
+        if (!clean)
+            _exit(0);
+        event = HS_LAYOUT_DONE;
+    }
 }
