@@ -3,11 +3,12 @@
  * the fully expanded graph against the collapsed views, side by side with
  * plain `dot -Tsvg` (the Graphviz CLI) on the full DOT; then the cost of
  * the layout service itself on a trivial graph: hs_render_layout with a
- * warm worker waiting, back to back (faster than workers are replaced), 8
- * callers at once, and with no spare worker (an exec and Graphviz's start
- * per layout), with the CPU all layout processes spent per layout; against
- * workers forked from this process (Graphviz cold, or warm and inherited)
- * and an in-process layout with no isolation.
+ * warm worker waiting, back to back, 8 callers at once, with a fresh
+ * worker for every job (HS_LAYOUT_WORKER_JOBS=1), and with no pool at all
+ * (an exec and Graphviz's start per layout), with the CPU all layout
+ * processes spent per layout; against workers forked from this process
+ * (Graphviz cold, or warm and inherited) and an in-process layout with no
+ * isolation.
  *
  *     build/bench/bench_render [model.json]
  *
@@ -326,11 +327,15 @@ int main(int argc, char **argv)
     double paced = paced_ms(REPS);
     double concurrent = concurrent_ms();
     double b2b_cpu, b2b = back_to_back_ms(REPS, &b2b_cpu);
-    /* No spare: every layout waits for a worker's exec and warm-up (an
-     * engine without a pool ignores the setting). */
+    /* The pool's settings (an engine without a pool ignores them): a fresh
+     * worker per job, then no spare either, so that every layout waits for
+     * an exec and Graphviz's start. */
+    setenv("HS_LAYOUT_WORKER_JOBS", "1", 1);
+    double fresh_cpu, fresh = back_to_back_ms(REPS, &fresh_cpu);
     setenv("HS_LAYOUT_SPARE", "0", 1);
-    double cold_cpu, nospare = back_to_back_ms(REPS / 2, &cold_cpu);
+    double nopool_cpu, nopool = back_to_back_ms(REPS / 2, &nopool_cpu);
     unsetenv("HS_LAYOUT_SPARE");
+    unsetenv("HS_LAYOUT_WORKER_JOBS");
     restart_service();
     double cold = forked_worker_ms(REPS, NULL);
     GVC_t *gvc = NULL;
@@ -399,8 +404,11 @@ int main(int argc, char **argv)
     printf("  %-60s %7.2f ms\n",
            "hs_render_layout, 8 callers at once (mean of 8 x 5)", concurrent);
     printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
-           "hs_render_layout, HS_LAYOUT_SPARE=0 (mean of 20)", nospare,
-           cold_cpu);
+           "  a fresh worker per job, back to back (mean of 40)", fresh,
+           fresh_cpu);
+    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
+           "  no pool: exec + warm-up per layout (mean of 20)", nopool,
+           nopool_cpu);
     printf("  %-60s %7.2f ms\n",
            "fork from this process, Graphviz started in the worker", cold);
     printf("  %-60s %7.2f ms\n",
