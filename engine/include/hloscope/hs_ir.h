@@ -63,7 +63,10 @@ typedef struct hs_error {
 
 const char *hs_status_name(hs_status s);
 void hs_error_clear(hs_error *e);
-/* Sets status and message (printf-style). e may be NULL. Returns s. */
+/* Sets status and message (printf-style). e may be NULL. Returns s. The
+ * message is kept well-formed UTF-8 whatever the arguments quote: a byte
+ * that is not part of a character is written "\xNN", and truncation never
+ * cuts a character. */
 hs_status hs_error_set(hs_error *e, hs_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Formats "line:col: path: instruction: message" (omitting absent parts). */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hlo_text/hlo_text_internal.h"
+#include "ir/utf8.h"
 
 void hs__scan_init(hs_scanner *s, const char *text, size_t len,
                    hs_error *err)
@@ -35,59 +36,6 @@ void hs__scan_line_col(const char *text, size_t len, size_t pos, int *line,
     *col = c;
 }
 
-/* Length of the well-formed UTF-8 character at p (at most avail bytes):
- * 1 for ASCII, 2..4 for a multi-byte character, 0 when the bytes are not
- * one (a stray continuation byte, a cut or overlong sequence, a
- * surrogate, beyond U+10FFFF). */
-static size_t utf8_len(const unsigned char *p, size_t avail)
-{
-    static const unsigned char k_len[16] = {1, 1, 1, 1, 1, 1, 1, 1,
-                                            0, 0, 0, 0, 2, 2, 3, 4};
-    size_t n = avail ? k_len[p[0] >> 4] : 0;
-    if (n == 4 && (p[0] & 0x08))
-        return 0;
-    if (n > avail)
-        return 0;
-    uint32_t cp = n == 1 ? p[0] : p[0] & (0x7F >> n);
-    for (size_t k = 1; k < n; k++) {
-        if ((p[k] & 0xC0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[k] & 0x3F);
-    }
-    static const uint32_t k_min[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < k_min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return n;
-}
-
-/* Rewrites msg so that it is well-formed UTF-8 whatever the input held:
- * a byte that is not part of a character becomes "\xNN", and a character
- * that no longer fits is dropped whole. Error messages quote the input and
- * end up in JSON, which must not carry half a character. */
-static void utf8_clean(char *msg, size_t size)
-{
-    char out[sizeof ((hs_error *)0)->message];
-    size_t o = 0, len = strlen(msg);
-    if (size > sizeof out)
-        size = sizeof out;
-    for (size_t i = 0; i < len;) {
-        size_t n = utf8_len((const unsigned char *)msg + i, len - i);
-        if (n == 0) {
-            if (o + 4 >= size)
-                break;
-            snprintf(out + o, 5, "\\x%02X", (unsigned char)msg[i]);
-            o += 4, i++;
-            continue;
-        }
-        if (o + n >= size)
-            break;
-        memcpy(out + o, msg + i, n);
-        o += n, i += n;
-    }
-    out[o] = '\0';
-    memcpy(msg, out, o + 1);
-}
-
 bool hs__scan_fail(hs_scanner *s, size_t pos, const char *fmt, ...)
 {
     if (s->failed)
@@ -101,7 +49,7 @@ bool hs__scan_fail(hs_scanner *s, size_t pos, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(s->err->message, sizeof s->err->message, fmt, ap);
     va_end(ap);
-    utf8_clean(s->err->message, sizeof s->err->message);
+    hs__utf8_clean(s->err->message, sizeof s->err->message);
     hs__scan_line_col(s->text, s->len, pos, &s->err->line,
                       &s->err->column);
     if (s->instr) {
@@ -187,7 +135,7 @@ static void describe(const hs_scanner *s, char *out, size_t size)
         snprintf(out, size, "end of line");
     else if (n == 0 && (c < 0x20 || c == 0x7F))
         snprintf(out, size, "byte 0x%02X", c);
-    else if (n == 0 && !(n = utf8_len((const unsigned char *)s->text + s->pos,
+    else if (n == 0 && !(n = hs__utf8_len((const unsigned char *)s->text + s->pos,
                                       s->len - s->pos)))
         snprintf(out, size, "byte 0x%02X (not UTF-8)", c);
     else
