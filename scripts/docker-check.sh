@@ -18,7 +18,7 @@
 # never in the repository.
 #   HS_DOCKER_CONTEXT=worktree   build the work tree (with .dockerignore)
 #                                instead of the committed HEAD
-#   HS_DOCKER_PORT=18080         loopback port of the check
+#   HS_DOCKER_PORT=18080         loopback port of the check (trixie: 18081)
 #   HS_DOCKER_KEEP=1             keep the server's container/rootfs mounted
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,22 +30,36 @@ case "$release" in
   *) echo "usage: scripts/docker-check.sh [bookworm|trixie]" >&2; exit 2 ;;
 esac
 WORK=${HS_DOCKER_WORK:-/var/tmp/hloscope-docker-check}
-PORT=${HS_DOCKER_PORT:-18080}
+PORT=${HS_DOCKER_PORT:-$([ "$release" = trixie ] && echo 18081 || echo 18080)}
 IMAGE=localhost/hloscope:$release
+CNAME=hloscope-check-$release
 mkdir -p "$WORK"
 log() { printf '[docker-check] %s\n' "$*"; }
 die() { printf '[docker-check] FAILED: %s\n' "$*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "run as root (buildah with vfs storage and chroot isolation)"
-if ! command -v buildah >/dev/null; then
-  log "installing Debian's buildah"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends buildah >/dev/null
+# Debian's buildah builds; podman with runc runs the image when the host
+# lets it; debootstrap makes a base image when no registry answers.
+need=()
+for tool in buildah podman runc debootstrap; do command -v "$tool" >/dev/null || need+=("$tool"); done
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing Debian's ${need[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null \
+    || command -v buildah >/dev/null || die "cannot install buildah"
 fi
 # One storage of our own (vfs: no overlay or fuse needed), apart from any
 # other containers storage on this machine.
 STORE=(--root "$WORK/storage" --runroot "$WORK/run" --storage-driver vfs)
 export BUILDAH_ISOLATION=chroot
 bh() { buildah "${STORE[@]}" "$@"; }
-pm() { podman "${STORE[@]}" --cgroup-manager cgroupfs --events-backend file "$@"; }
+# podman: cgroupfs and a file event log (no systemd needed); runc where it is
+# installed (crun refuses a host whose cgroups are in hybrid v1+v2 mode).
+PM_RUNTIME=()
+command -v runc >/dev/null && PM_RUNTIME=(--runtime runc)
+pm() { podman "${STORE[@]}" --cgroup-manager cgroupfs --events-backend file "${PM_RUNTIME[@]}" "$@"; }
+# podman gives a rootful container RLIMIT_NOFILE 1048576 by default, which a
+# host without CAP_SYS_RESOURCE cannot grant: ask for the limits we have.
+nproc=$(ulimit -Su); { [ "$nproc" = unlimited ] || [ "$nproc" -gt 32768 ]; } && nproc=32768
+RUN_LIMITS=(--ulimit "nofile=$(ulimit -Sn):$(ulimit -Hn)" --ulimit "nproc=$nproc:$nproc")
 
 # ---- 1. base image -------------------------------------------------------
 if bh inspect --type image "localhost/$base" >/dev/null 2>&1; then
@@ -56,8 +70,6 @@ elif timeout 60 buildah "${STORE[@]}" pull -q "docker.io/library/$base" >/dev/nu
   BASE=docker.io/library/$base
 else
   log "base: no image registry answers; making localhost/$base with debootstrap $release"
-  command -v debootstrap >/dev/null || {
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null; }
   rootfs=$WORK/rootfs-$release
   rm -rf "$rootfs"
   debootstrap --variant=minbase "$release" "$rootfs" http://deb.debian.org/debian >"$WORK/debootstrap-$release.log" 2>&1 \
@@ -107,7 +119,7 @@ if [ "${HS_DOCKER_CONTEXT:-head}" = worktree ]; then
   ctx=$REPO
   log "context: the work tree $REPO (.dockerignore applies)"
 else
-  ctx=$WORK/context
+  ctx=$WORK/context-$release
   rm -rf "$ctx"; mkdir -p "$ctx"
   git -C "$REPO" archive HEAD | tar -x -C "$ctx"
   log "context: HEAD $(git -C "$REPO" rev-parse --short HEAD) (git archive)"
@@ -140,7 +152,7 @@ BASE_URL=http://127.0.0.1:$PORT
 how=""; srv_pid=""; ctr=""; mnt=""
 cleanup() {
   if [ -n "$srv_pid" ] && kill -0 "$srv_pid" 2>/dev/null; then kill "$srv_pid" 2>/dev/null || true; fi
-  if [ "$how" = podman ]; then pm rm -f hloscope-check >/dev/null 2>&1 || true; fi
+  if [ "$how" = podman ]; then pm rm -f "$CNAME" >/dev/null 2>&1 || true; fi
   if [ -n "$mnt" ] && [ "${HS_DOCKER_KEEP:-0}" != 1 ]; then
     for m in dev proc; do umount "$mnt/$m" 2>/dev/null || true; done
   fi
@@ -159,9 +171,9 @@ start() {
   local data=$1
   case "$how" in
     podman)
-      pm rm -f hloscope-check >/dev/null 2>&1 || true
-      pm run -d --name hloscope-check --network host -e PORT="$PORT" \
-        -v "$data:/var/lib/hloscope" "$IMAGE" >/dev/null ;;
+      pm rm -f "$CNAME" >/dev/null 2>&1 || true
+      pm run -d --name "$CNAME" --network host -e PORT="$PORT" "${RUN_LIMITS[@]}" \
+        -v "$data:/var/lib/hloscope" "$IMAGE" >/dev/null 2>>"$WORK/podman-$release.log" ;;
     chroot)
       chroot --userspec=10001:10001 "$mnt" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin \
         HOME=/home/hloscope PORT="$PORT" DATA="$data" /usr/local/bin/hloscope-entrypoint \
@@ -171,16 +183,19 @@ start() {
 }
 stop() {
   case "$how" in
-    podman) pm stop -t 15 hloscope-check >/dev/null ;;
+    podman)
+      pm stop -t 15 "$CNAME" >/dev/null 2>>"$WORK/podman-$release.log"
+      rc=$(pm inspect --format '{{.State.ExitCode}}' "$CNAME")
+      [ "$rc" = 0 ] || die "server exited $rc on SIGTERM" ;;
     chroot) kill -TERM "$srv_pid"; wait "$srv_pid" || die "server exited $? on SIGTERM"; srv_pid="" ;;
   esac
 }
-if command -v podman >/dev/null && pm run --rm --network host --entrypoint /bin/true "$IMAGE" >"$WORK/podman-$release.log" 2>&1; then
+if command -v podman >/dev/null && pm run --rm --network host "${RUN_LIMITS[@]}" --entrypoint /bin/true "$IMAGE" >"$WORK/podman-$release.log" 2>&1; then
   how=podman
   datavol=$WORK/data-$release; rm -rf "$datavol"; mkdir -p "$datavol"; chown 10001:10001 "$datavol"
   start "$datavol"
 else
-  log "podman cannot run a container here ($(tail -1 "$WORK/podman-$release.log" 2>/dev/null || echo 'no podman')); running the image's rootfs with chroot"
+  log "podman cannot run a container here ($(grep -v systemd "$WORK/podman-$release.log" 2>/dev/null | tail -1 || echo 'no podman')); running the image's rootfs with chroot"
   how=chroot
   ctr=$(bh from --pull=false "$IMAGE")
   mnt=$(bh mount "$ctr")
@@ -190,7 +205,7 @@ else
   start /var/lib/hloscope
 fi
 log "running the image ($how) on $BASE_URL"
-wait_health || { tail -20 "$WORK/server-$release.log" 2>/dev/null >&2; [ "$how" = podman ] && pm logs hloscope-check >&2; die "/healthz did not answer"; }
+wait_health || { tail -20 "$WORK/server-$release.log" 2>/dev/null >&2; [ "$how" = podman ] && pm logs "$CNAME" >&2; die "/healthz did not answer"; }
 
 # ---- 4. checks -------------------------------------------------------------
 pass=0
@@ -198,8 +213,8 @@ ok() { pass=$((pass + 1)); log "ok: $*"; }
 curl -fsS "$BASE_URL/healthz" | grep -q '"status": *"ok"' || die "/healthz is not ok"
 ok "/healthz"
 if [ "$how" = podman ]; then
-  pm healthcheck run hloscope-check || die "podman healthcheck run"
-  ok "HEALTHCHECK command (podman healthcheck run)"
+  pm healthcheck run "$CNAME" 2>>"$WORK/podman-$release.log" || die "podman healthcheck run"
+  ok "HEALTHCHECK command (podman healthcheck run: $(pm inspect --format '{{.State.Health.Status}}' "$CNAME" 2>/dev/null))"
 else
   hc_cmd=$(printf '%s' "$hc" | sed -n 's/.*\[CMD-SHELL \(.*\)\].*/\1/p')
   [ -n "$hc_cmd" ] || die "cannot read the HEALTHCHECK command from: $hc"
@@ -213,13 +228,13 @@ id=$(field id); graph=$(field graph_svg); memory=$(field memory_svg)
 [ -n "$id" ] && [ -n "$graph" ] && [ -n "$memory" ] || die "compile reply has no id/graph_svg/memory_svg: ${reply:0:300}"
 ok "POST /v1/compile seed_64_linear -> $id"
 for link in "$graph" "$memory"; do
-  code=$(curl -sS -o "$WORK/got.svg" -w '%{http_code} %{content_type}' "$BASE_URL$link")
+  code=$(curl -sS -o "$WORK/got-$release.svg" -w '%{http_code} %{content_type}' "$BASE_URL$link")
   case "$code" in 200\ image/svg+xml*) ;; *) die "GET $link: $code" ;; esac
-  grep -q '<svg' "$WORK/got.svg" || die "GET $link: not an SVG"
-  ok "GET $link ($(wc -c <"$WORK/got.svg") bytes of SVG)"
+  grep -q '<svg' "$WORK/got-$release.svg" || die "GET $link: not an SVG"
+  ok "GET $link ($(wc -c <"$WORK/got-$release.svg") bytes of SVG)"
 done
-curl -fsS "$BASE_URL/" >"$WORK/index.html" || die "GET /"
-asset=$(sed -n 's/.*src="\.\/\(assets\/[^"]*\.js\)".*/\1/p' "$WORK/index.html" | head -1)
+curl -fsS "$BASE_URL/" >"$WORK/index-$release.html" || die "GET /"
+asset=$(sed -n 's/.*src="\.\/\(assets\/[^"]*\.js\)".*/\1/p' "$WORK/index-$release.html" | head -1)
 [ -n "$asset" ] || die "GET / is not the explorer page"
 curl -fsS -o /dev/null "$BASE_URL/$asset" || die "GET /$asset"
 ok "explorer page / and /$asset"
@@ -231,20 +246,23 @@ curl -fsS -o /dev/null "$BASE_URL/v1/results/$id" || die "result $id lost over a
 ok "result $id survives a restart"
 stop
 # A data directory the runtime user cannot write: a clear message, exit 1.
+set +e
 if [ "$how" = podman ]; then
   ro=$WORK/rootowned-$release; rm -rf "$ro"; mkdir -p "$ro"; chmod 755 "$ro"
-  msg=$(pm run --rm --network host -v "$ro:/var/lib/hloscope" "$IMAGE" 2>&1) && die "server started on a read-only data dir"
+  msg=$(pm run --rm --network host "${RUN_LIMITS[@]}" -v "$ro:/var/lib/hloscope" "$IMAGE" 2>&1); rc=$?
 else
   mkdir -p "$mnt/srv/rootowned"; chmod 755 "$mnt/srv/rootowned"
   msg=$(chroot --userspec=10001:10001 "$mnt" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin \
-        PORT="$PORT" DATA=/srv/rootowned /usr/local/bin/hloscope-entrypoint 2>&1) && die "server started on a read-only data dir"
+        PORT="$PORT" DATA=/srv/rootowned /usr/local/bin/hloscope-entrypoint 2>&1); rc=$?
 fi
+set -e
+msg=$(printf '%s\n' "$msg" | grep -v systemd || true)
+[ "$rc" != 0 ] || die "the server started on a data directory it cannot write"
 case "$msg" in *"is not writable by uid 10001"*) ok "unwritable data dir: $msg" ;; *) die "unwritable data dir said: $msg" ;; esac
-# No build secret or npm cache in the image.
-if [ -n "$mnt" ]; then
-  for f in root/.npmrc run/secrets/ca run/secrets/npmrc; do
-    [ ! -s "$mnt/$f" ] || die "/$f is in the image"
-  done
-  ok "no CA bundle or npmrc baked into the image"
-fi
+# No build secret in the image.
+if [ -z "$mnt" ]; then ctr=$(bh from --pull=false "$IMAGE"); mnt=$(bh mount "$ctr"); fi
+for f in root/.npmrc home/hloscope/.npmrc run/secrets/ca run/secrets/npmrc; do
+  [ ! -s "$mnt/$f" ] || die "/$f is in the image"
+done
+ok "no CA bundle or npmrc baked into the image"
 log "PASS: $pass checks; $IMAGE ($release) built in $((t1 - t0)) s, size $size, run with $how"

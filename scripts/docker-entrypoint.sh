@@ -11,7 +11,9 @@ if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
   exec "$@"
 fi
 probe="$DATA/.hloscope-write-test.$$"
-if ! { mkdir -p "$DATA" && : >"$probe" && rm -f "$probe"; } 2>/dev/null; then
+# (a subshell and touch: a failed redirection of the special builtin `:`
+# would end the whole script before the message)
+if ! (mkdir -p "$DATA" && touch "$probe" && rm -f "$probe") 2>/dev/null; then
   echo "hloscope: data directory $DATA is not writable by uid $(id -u): chown it" \
        "(e.g. chown -R $(id -u):$(id -g) on the host directory) or mount a writable volume" >&2
   exit 1
