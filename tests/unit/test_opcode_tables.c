@@ -21,7 +21,7 @@
 #include "hloscope/hs_tensor.h"
 
 static const hs_opcode all[] = {
-#define HS_X(e, n, a, c) HS_OP_##e,
+#define HS_X(e, n, a, c, f) HS_OP_##e,
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };

@@ -96,7 +96,7 @@
 #define VJP_UNKNOWN NULL
 
 static const hs_vjp_rule vjp_table[HS_OP_COUNT] = {
-#define HS_X(e, n, a, c) [HS_OP_##e] = VJP_##e,
+#define HS_X(e, n, a, c, f) [HS_OP_##e] = VJP_##e,
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };

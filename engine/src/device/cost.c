@@ -210,45 +210,25 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 }
 
 /* ---- the table -------------------------------------------------------------
- * Generated from HS_OPCODE_LIST: each opcode E takes its rule from COST_E,
- * so a new opcode without a cost decision does not compile. NOT_COSTED(why)
+ * Generated from HS_OPCODE_LIST: an element-wise opcode takes its family's
+ * rule, every other opcode E its rule COST_E, so a new opcode without a
+ * cost decision does not compile. NOT_COSTED(why)
  * charges nothing and says why (dev_cost_not_modelled). */
 #define COSTED(rule) {rule, NULL}
 #define NOT_COSTED(why) {cost_free, why}
 
+#define COST_OF_UNARY_ANY(e) COSTED(cost_elementwise)
+#define COST_OF_UNARY_FLOAT(e) COSTED(cost_elementwise)
+#define COST_OF_UNARY_LOGICAL(e) COSTED(cost_elementwise)
+#define COST_OF_BINARY_ANY(e) COSTED(cost_elementwise)
+#define COST_OF_BINARY_LOGICAL(e) COSTED(cost_elementwise)
+#define COST_OF_OWN(e) COST_##e
+
 #define COST_PARAMETER COSTED(cost_free)
 #define COST_CONSTANT COSTED(cost_free)
 #define COST_IOTA COSTED(cost_write)
-#define COST_ABS COSTED(cost_elementwise)
-#define COST_NEGATE COSTED(cost_elementwise)
-#define COST_EXP COSTED(cost_elementwise)
-#define COST_EXPM1 COSTED(cost_elementwise)
-#define COST_LOG COSTED(cost_elementwise)
-#define COST_LOG1P COSTED(cost_elementwise)
-#define COST_SQRT COSTED(cost_elementwise)
-#define COST_RSQRT COSTED(cost_elementwise)
-#define COST_TANH COSTED(cost_elementwise)
-#define COST_LOGISTIC COSTED(cost_elementwise)
-#define COST_ERF COSTED(cost_elementwise)
-#define COST_SIGN COSTED(cost_elementwise)
-#define COST_FLOOR COSTED(cost_elementwise)
-#define COST_CEIL COSTED(cost_elementwise)
-#define COST_COS COSTED(cost_elementwise)
-#define COST_SIN COSTED(cost_elementwise)
-#define COST_NOT COSTED(cost_elementwise)
 #define COST_CONVERT COSTED(cost_elementwise)
 #define COST_BITCAST_CONVERT COSTED(cost_free) /* reinterprets in place */
-#define COST_ADD COSTED(cost_elementwise)
-#define COST_SUBTRACT COSTED(cost_elementwise)
-#define COST_MULTIPLY COSTED(cost_elementwise)
-#define COST_DIVIDE COSTED(cost_elementwise)
-#define COST_MAXIMUM COSTED(cost_elementwise)
-#define COST_MINIMUM COSTED(cost_elementwise)
-#define COST_POWER COSTED(cost_elementwise)
-#define COST_REMAINDER COSTED(cost_elementwise)
-#define COST_AND COSTED(cost_elementwise)
-#define COST_OR COSTED(cost_elementwise)
-#define COST_XOR COSTED(cost_elementwise)
 #define COST_COMPARE COSTED(cost_elementwise)
 #define COST_SELECT COSTED(cost_elementwise)
 #define COST_CLAMP COSTED(cost_elementwise)
@@ -299,7 +279,7 @@ static const struct {
     cost_rule rule;
     const char *not_modelled;
 } table[] = {
-#define HS_X(e, n, a, c) [HS_OP_##e] = COST_##e,
+#define HS_X(e, n, a, c, f) [HS_OP_##e] = COST_OF_##f(e),
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };

@@ -207,25 +207,16 @@ static int emit_op(builder *b, const hs_instruction *in, const fmap *m,
     hs_dtype t = in->shape.dtype;
     hs_dtype a = n > 0 ? in->operands[0]->shape.dtype : t;
     op.in_type = a;
-    switch (in->opcode) {
-    case HS_OP_ABS: case HS_OP_NEGATE: case HS_OP_EXP: case HS_OP_EXPM1:
-    case HS_OP_LOG: case HS_OP_LOG1P: case HS_OP_SQRT: case HS_OP_RSQRT:
-    case HS_OP_TANH: case HS_OP_LOGISTIC: case HS_OP_ERF: case HS_OP_SIGN:
-    case HS_OP_FLOOR: case HS_OP_CEIL: case HS_OP_COS: case HS_OP_SIN:
-    case HS_OP_NOT:
+    if (hs_opcode_is_unary_family(in->opcode)) {
         if (n != 1 || a != t || !dev_unary_supported(in->opcode, t))
             return FAIL;
         op.kind = DEV_FOP_UNARY;
-        break;
-    case HS_OP_ADD: case HS_OP_SUBTRACT: case HS_OP_MULTIPLY:
-    case HS_OP_DIVIDE: case HS_OP_MAXIMUM: case HS_OP_MINIMUM:
-    case HS_OP_POWER: case HS_OP_REMAINDER: case HS_OP_AND: case HS_OP_OR:
-    case HS_OP_XOR:
+    } else if (hs_opcode_is_binary_family(in->opcode)) {
         if (n != 2 || a != t || in->operands[1]->shape.dtype != t ||
             !binary_defined(in->opcode, t))
             return FAIL;
         op.kind = DEV_FOP_BINARY;
-        break;
+    } else switch (in->opcode) {
     case HS_OP_COMPARE:
         if (n != 2 || t != HS_PRED || in->operands[1]->shape.dtype != a ||
             in->direction == HS_DIR_NONE)

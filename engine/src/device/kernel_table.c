@@ -1,8 +1,9 @@
 /* kernel_table.c - the device kernel of every opcode, indexed by hs_opcode.
  *
- * The table is generated from HS_OPCODE_LIST (hs_opcode.h): each opcode E
- * takes its entry from the macro KERNEL_E below, so adding an opcode
- * without deciding how the device runs it does not compile. RUN(k) names
+ * The table is generated from HS_OPCODE_LIST (hs_opcode.h): an element-wise
+ * opcode takes its family's kernel, every other opcode E the macro KERNEL_E
+ * below, so adding an opcode without deciding how the device runs it does
+ * not compile. RUN(k) names
  * the kernel; NOT_RUN(why) says why there is none, and the device refuses
  * such an instruction before it allocates anything, quoting `why`. One
  * kernel serves a whole family (dev_k_unary takes the opcode from the
@@ -14,42 +15,22 @@
 #define RUN(k) {k, NULL}
 #define NOT_RUN(why) {NULL, why}
 
+/* the element-wise families: one kernel each, the element function picked
+ * by opcode */
+#define KERNEL_OF_UNARY_ANY(e) RUN(dev_k_unary)
+#define KERNEL_OF_UNARY_FLOAT(e) RUN(dev_k_unary)
+#define KERNEL_OF_UNARY_LOGICAL(e) RUN(dev_k_unary)
+#define KERNEL_OF_BINARY_ANY(e) RUN(dev_k_binary)
+#define KERNEL_OF_BINARY_LOGICAL(e) RUN(dev_k_binary)
+#define KERNEL_OF_OWN(e) KERNEL_##e
+
 /* leaves: a parameter's value is its argument, bound by the caller */
 #define KERNEL_PARAMETER NOT_RUN("a parameter is bound to its argument")
 #define KERNEL_CONSTANT RUN(dev_k_constant)
 #define KERNEL_IOTA RUN(dev_k_iota)
-/* element-wise unary */
-#define KERNEL_ABS RUN(dev_k_unary)
-#define KERNEL_NEGATE RUN(dev_k_unary)
-#define KERNEL_EXP RUN(dev_k_unary)
-#define KERNEL_EXPM1 RUN(dev_k_unary)
-#define KERNEL_LOG RUN(dev_k_unary)
-#define KERNEL_LOG1P RUN(dev_k_unary)
-#define KERNEL_SQRT RUN(dev_k_unary)
-#define KERNEL_RSQRT RUN(dev_k_unary)
-#define KERNEL_TANH RUN(dev_k_unary)
-#define KERNEL_LOGISTIC RUN(dev_k_unary)
-#define KERNEL_ERF RUN(dev_k_unary)
-#define KERNEL_SIGN RUN(dev_k_unary)
-#define KERNEL_FLOOR RUN(dev_k_unary)
-#define KERNEL_CEIL RUN(dev_k_unary)
-#define KERNEL_COS RUN(dev_k_unary)
-#define KERNEL_SIN RUN(dev_k_unary)
-#define KERNEL_NOT RUN(dev_k_unary)
 #define KERNEL_CONVERT RUN(dev_k_convert)
 #define KERNEL_BITCAST_CONVERT RUN(dev_k_alias)
-/* element-wise binary and ternary */
-#define KERNEL_ADD RUN(dev_k_binary)
-#define KERNEL_SUBTRACT RUN(dev_k_binary)
-#define KERNEL_MULTIPLY RUN(dev_k_binary)
-#define KERNEL_DIVIDE RUN(dev_k_binary)
-#define KERNEL_MAXIMUM RUN(dev_k_binary)
-#define KERNEL_MINIMUM RUN(dev_k_binary)
-#define KERNEL_POWER RUN(dev_k_binary)
-#define KERNEL_REMAINDER RUN(dev_k_binary)
-#define KERNEL_AND RUN(dev_k_binary)
-#define KERNEL_OR RUN(dev_k_binary)
-#define KERNEL_XOR RUN(dev_k_binary)
+/* element-wise, outside the families */
 #define KERNEL_COMPARE RUN(dev_k_compare)
 #define KERNEL_SELECT RUN(dev_k_select)
 #define KERNEL_CLAMP RUN(dev_k_clamp)
@@ -102,7 +83,7 @@
 #define KERNEL_UNKNOWN NOT_RUN("the opcode is not one hloscope knows")
 
 static const dev_kernel_entry table[] = {
-#define HS_X(e, n, a, c) [HS_OP_##e] = KERNEL_##e,
+#define HS_X(e, n, a, c, f) [HS_OP_##e] = KERNEL_OF_##f(e),
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };

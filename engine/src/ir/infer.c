@@ -100,48 +100,29 @@ hs_status hs__infer_u32_scalar(const hs_instruction *i, hs_arena *a,
 /* The table                                                                */
 /* ------------------------------------------------------------------------ */
 
-/* Generated from HS_OPCODE_LIST (hs_opcode.h): each opcode E takes its
- * entry from SHAPE_E, so a new opcode without a shape decision does not
- * compile. RULE(f) infers; WRITTEN(why) has no rule and says why: the
+/* Generated from HS_OPCODE_LIST (hs_opcode.h): an element-wise opcode
+ * takes its family's rule, every other opcode E its entry SHAPE_E, so a
+ * new opcode without a shape decision does not compile. RULE(f) infers; WRITTEN(why) has no rule and says why: the
  * verifier then trusts the shape the instruction was written with. */
 #define RULE(f) {hs__infer_##f, NULL}
 #define WRITTEN(why) {NULL, why}
+
+/* the element-wise families of the opcode list */
+#define SHAPE_OF_UNARY_ANY(e) RULE(unary_any)
+#define SHAPE_OF_UNARY_FLOAT(e) RULE(unary_float)
+#define SHAPE_OF_UNARY_LOGICAL(e) RULE(unary_logical)
+#define SHAPE_OF_BINARY_ANY(e) RULE(binary_any)
+#define SHAPE_OF_BINARY_LOGICAL(e) RULE(binary_logical)
+/* every other opcode: its own entry */
+#define SHAPE_OF_OWN(e) SHAPE_##e
 
 /* leaves */
 #define SHAPE_PARAMETER WRITTEN("a parameter's shape is its declaration")
 #define SHAPE_CONSTANT WRITTEN("a constant's shape is its literal's")
 #define SHAPE_IOTA RULE(iota)
 /* element-wise */
-#define SHAPE_ABS RULE(unary_any)
-#define SHAPE_NEGATE RULE(unary_any)
-#define SHAPE_EXP RULE(unary_float)
-#define SHAPE_EXPM1 RULE(unary_float)
-#define SHAPE_LOG RULE(unary_float)
-#define SHAPE_LOG1P RULE(unary_float)
-#define SHAPE_SQRT RULE(unary_float)
-#define SHAPE_RSQRT RULE(unary_float)
-#define SHAPE_TANH RULE(unary_float)
-#define SHAPE_LOGISTIC RULE(unary_float)
-#define SHAPE_ERF RULE(unary_float)
-#define SHAPE_SIGN RULE(unary_any)
-#define SHAPE_FLOOR RULE(unary_float)
-#define SHAPE_CEIL RULE(unary_float)
-#define SHAPE_COS RULE(unary_float)
-#define SHAPE_SIN RULE(unary_float)
-#define SHAPE_NOT RULE(unary_logical)
 #define SHAPE_CONVERT RULE(convert)
 #define SHAPE_BITCAST_CONVERT RULE(convert)
-#define SHAPE_ADD RULE(binary_any)
-#define SHAPE_SUBTRACT RULE(binary_any)
-#define SHAPE_MULTIPLY RULE(binary_any)
-#define SHAPE_DIVIDE RULE(binary_any)
-#define SHAPE_MAXIMUM RULE(binary_any)
-#define SHAPE_MINIMUM RULE(binary_any)
-#define SHAPE_POWER RULE(binary_any)
-#define SHAPE_REMAINDER RULE(binary_any)
-#define SHAPE_AND RULE(binary_logical)
-#define SHAPE_OR RULE(binary_logical)
-#define SHAPE_XOR RULE(binary_logical)
 #define SHAPE_COMPARE RULE(binary_any)
 #define SHAPE_SELECT RULE(select)
 #define SHAPE_CLAMP RULE(clamp)
@@ -203,7 +184,7 @@ static const struct {
     hs__shape_rule rule;
     const char *written;
 } table[] = {
-#define HS_X(e, n, a, c) [HS_OP_##e] = SHAPE_##e,
+#define HS_X(e, n, a, c, f) [HS_OP_##e] = SHAPE_OF_##f(e),
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };

@@ -7,8 +7,9 @@ static const struct {
     const char *name;
     int arity;
     hs_op_category category;
+    hs_op_family family;
 } opcode_table[] = {
-#define HS_X(e, n, a, c) {n, a, c},
+#define HS_X(e, n, a, c, f) {n, a, c, HS_FAM_##f},
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };
@@ -28,6 +29,24 @@ static const char *const category_names[HS_CAT_COUNT] = {
     [HS_CAT_COLLECTIVE] = "collective",
     [HS_CAT_OTHER] = "other",
 };
+
+hs_op_family hs_opcode_family(hs_opcode op)
+{
+    return (unsigned)op < HS_OP_COUNT ? opcode_table[op].family : HS_FAM_OWN;
+}
+
+bool hs_opcode_is_unary_family(hs_opcode op)
+{
+    hs_op_family f = hs_opcode_family(op);
+    return f == HS_FAM_UNARY_ANY || f == HS_FAM_UNARY_FLOAT ||
+           f == HS_FAM_UNARY_LOGICAL;
+}
+
+bool hs_opcode_is_binary_family(hs_opcode op)
+{
+    hs_op_family f = hs_opcode_family(op);
+    return f == HS_FAM_BINARY_ANY || f == HS_FAM_BINARY_LOGICAL;
+}
 
 const char *hs_opcode_name(hs_opcode op)
 {

@@ -301,42 +301,22 @@ static hs_instruction *fold_move(hs_instruction *i, int64_t n)
 
 typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 
+/* the element-wise families fold element by element with the device's
+ * element functions */
+#define FOLD_OF_UNARY_ANY(e) fold_unary
+#define FOLD_OF_UNARY_FLOAT(e) fold_unary
+#define FOLD_OF_UNARY_LOGICAL(e) fold_unary
+#define FOLD_OF_BINARY_ANY(e) fold_binary
+#define FOLD_OF_BINARY_LOGICAL(e) fold_binary
+#define FOLD_OF_OWN(e) FOLD_##e
+
 /* leaves: already constants, or not known at compile time */
 #define FOLD_PARAMETER NULL
 #define FOLD_CONSTANT NULL
 #define FOLD_IOTA NULL
-/* element-wise unary */
-#define FOLD_ABS fold_unary
-#define FOLD_NEGATE fold_unary
-#define FOLD_EXP fold_unary
-#define FOLD_EXPM1 fold_unary
-#define FOLD_LOG fold_unary
-#define FOLD_LOG1P fold_unary
-#define FOLD_SQRT fold_unary
-#define FOLD_RSQRT fold_unary
-#define FOLD_TANH fold_unary
-#define FOLD_LOGISTIC fold_unary
-#define FOLD_ERF fold_unary
-#define FOLD_SIGN fold_unary
-#define FOLD_FLOOR fold_unary
-#define FOLD_CEIL fold_unary
-#define FOLD_COS fold_unary
-#define FOLD_SIN fold_unary
-#define FOLD_NOT fold_unary
 #define FOLD_CONVERT fold_convert
 #define FOLD_BITCAST_CONVERT NULL /* reinterprets bits: not modelled */
-/* element-wise binary */
-#define FOLD_ADD fold_binary
-#define FOLD_SUBTRACT fold_binary
-#define FOLD_MULTIPLY fold_binary
-#define FOLD_DIVIDE fold_binary
-#define FOLD_MAXIMUM fold_binary
-#define FOLD_MINIMUM fold_binary
-#define FOLD_POWER fold_binary
-#define FOLD_REMAINDER fold_binary
-#define FOLD_AND fold_binary
-#define FOLD_OR fold_binary
-#define FOLD_XOR fold_binary
+/* element-wise, outside the families */
 #define FOLD_COMPARE fold_compare
 /* element-wise ternary */
 #define FOLD_SELECT fold_select
@@ -385,7 +365,7 @@ typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 #define FOLD_UNKNOWN NULL
 
 static const fold_rule fold_table[HS_OP_COUNT] = {
-#define HS_X(e, n, a, c) [HS_OP_##e] = FOLD_##e,
+#define HS_X(e, n, a, c, f) [HS_OP_##e] = FOLD_OF_##f(e),
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };
