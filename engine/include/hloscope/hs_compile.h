@@ -35,21 +35,8 @@
 extern "C" {
 #endif
 
-/* ------------------------------------------------------------------------ */
-/* Fingerprint                                                              */
-/* ------------------------------------------------------------------------ */
-
-/* XXH3-64 over the module's structure: computations in order; for each
- * instruction its opcode, shape (layout and memory space included), operands
- * as positions within the computation, attributes, called computations as
- * positions within the module, and constant literal bytes. Names, ids and
- * metadata are excluded, so tracing the same graph twice gives the same
- * fingerprint. */
-uint64_t hs_module_fingerprint(const hs_module *m);
-
-/* A deep copy of m in a new arena (names and ids preserved), or NULL on
- * host OOM or when m is malformed (an operand not defined before use). */
-hs_module *hs_module_clone(const hs_module *m);
+/* The cache key is hs_module_fingerprint and a compile works on
+ * hs_module_clone: both are IR operations (hs_ir.h). */
 
 /* ------------------------------------------------------------------------ */
 /* Default pipeline                                                         */

@@ -311,6 +311,23 @@ struct hs_computation {
     bool is_fusion; /* called by a fusion instruction */
 };
 
+/* The process clock: CLOCK_MONOTONIC in nanoseconds (ir/clock.c), for
+ * pass timings, deadlines and step timings in every room. */
+int64_t hs_now_ns(void);
+
+/* One entry of XLA's input_output_alias: the output at index path
+ * `output` may reuse (must reuse, for must-alias) the buffer of entry
+ * parameter `param` at index path `param_index`. In HLO text,
+ *     input_output_alias={ {1}: (2, {}, may-alias), {2,0}: (3, {1}, must-alias) }
+ * An empty path is the whole value. */
+enum { HS_MAX_ALIAS_INDEX = 8 };
+typedef struct hs_io_alias {
+    int output[HS_MAX_ALIAS_INDEX], output_len;
+    int param;
+    int param_index[HS_MAX_ALIAS_INDEX], param_index_len;
+    bool must_alias;
+} hs_io_alias;
+
 struct hs_module {
     const char *name;
     hs_arena *arena;
@@ -318,7 +335,13 @@ struct hs_module {
     hs_computation **comps; /* callees before callers */
     hs_computation *entry;
     int next_id;              /* next instruction id */
-    const char *header_attrs; /* text after "HloModule name," kept as is */
+    /* The module attributes the engine does not model, as text after
+     * "HloModule name," (without input_output_alias). */
+    const char *header_attrs;
+    /* input_output_alias, in the module's arena (hs_module_set_io_aliases):
+     * read by buffer assignment and the device, printed by the printer. */
+    int n_io_aliases;
+    const hs_io_alias *io_aliases;
 };
 
 hs_module *hs_module_new(const char *name);
@@ -329,6 +352,25 @@ hs_computation *hs_module_find_computation(const hs_module *m,
                                            const char *name);
 /* Total instructions over all computations. */
 int64_t hs_module_instruction_count(const hs_module *m);
+/* Replaces m's input_output_alias with a copy of a[0..n) in m's arena.
+ * Returns false on host OOM (m unchanged). */
+bool hs_module_set_io_aliases(hs_module *m, const hs_io_alias *a, int n);
+/* Position of c in m->comps, or -1 when c is not one of m's
+ * computations. O(1) when c->id is its position, as it is after
+ * hs_module_add_computation. */
+int hs_computation_index(const hs_module *m, const hs_computation *c);
+
+/* XXH3-64 over the module's structure: computations in order; for each
+ * instruction its opcode, shape (layout and memory space included), operands
+ * as positions within the computation, attributes, called computations as
+ * positions within the module, and constant literal bytes. Names, ids and
+ * metadata are excluded, so tracing the same graph twice gives the same
+ * fingerprint. */
+uint64_t hs_module_fingerprint(const hs_module *m);
+
+/* A deep copy of m in a new arena (names and ids preserved), or NULL on
+ * host OOM or when m is malformed (an operand not defined before use). */
+hs_module *hs_module_clone(const hs_module *m);
 
 /* Appends an instruction. operands are copied; name NULL gives
  * "<opcode>.<id>". Returns NULL on host OOM. The caller sets attributes. */

@@ -69,8 +69,6 @@ void hs_pass_context_set_timeout(hs_pass_context *ctx, int64_t ms);
 /* HS_OK, or HS_ERR_CANCELLED (with a message) when the cancel flag is set
  * or the deadline has passed. Passes call it inside long loops. */
 hs_status hs_pass_context_check(const hs_pass_context *ctx, hs_error *err);
-/* CLOCK_MONOTONIC in nanoseconds. */
-int64_t hs_now_ns(void);
 
 /* ------------------------------------------------------------------------ */
 /* Passes                                                                   */

@@ -1,7 +1,6 @@
 /*
  * compile_internal.h - pieces shared by the files of engine/src/compile/:
- * literal sizes and a position index from instructions to their place in
- * their computation (by id, so that the module can stay const).
+ * the executable and the compile cache.
  */
 #ifndef HLOSCOPE_COMPILE_INTERNAL_H
 #define HLOSCOPE_COMPILE_INTERNAL_H
@@ -10,18 +9,6 @@
 
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_ir.h"
-
-/* Bytes of i->literal: decoded literals use the element type's natural C
- * layout, which exists only for byte-sized element types. 0 when the
- * literal is absent or not decoded. */
-
-/* Position of c in m->comps, or -1. c->id is tried first; it equals the
- * position unless computations were reordered after creation. */
-int hs__computation_position(const hs_module *m, const hs_computation *c);
-
-/* An array indexed by instruction id (0 .. m->next_id-1), malloc'ed; NULL
- * on host OOM or when some id is out of range. */
-int32_t *hs__positions_by_id(const hs_module *m);
 
 /* A new executable holding one reference; it owns m. NULL on host OOM
  * (m is then still the caller's). */

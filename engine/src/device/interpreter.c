@@ -6,10 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "device/device_internal.h"
-#include "passes/buffers_internal.h"
 
 static void release_frame(dev_ctx *x, dev_val **f, int n)
 {
@@ -90,9 +88,7 @@ static hs_status check_cancelled(dev_ctx *x)
     if (x->cancel && atomic_load(x->cancel))
         return hs_error_set(x->err, HS_ERR_CANCELLED, "run cancelled");
     if (x->deadline_ns) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        if ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec > x->deadline_ns)
+        if (hs_now_ns() > x->deadline_ns)
             return hs_error_set(x->err, HS_ERR_CANCELLED,
                                 "run stopped at its deadline after %lld "
                                 "instructions",
@@ -302,9 +298,7 @@ void hs_tensors_free(hs_tensor **ts, int n)
 
 static double now_seconds(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)hs_now_ns() * 1e-9;
 }
 
 hs_status hs_device_run(const hs_module *m, const hs_device_spec *spec,
@@ -372,20 +366,16 @@ hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
         if (!params || !pins)
             st = dev_oom(&x);
     }
-    hs__donation *don = NULL;
-    int n_don = st ? 0 : hs__parse_donations(m->header_attrs, &don);
-    if (n_don < 0)
-        st = dev_oom(&x);
+    const hs_io_alias *don = m->io_aliases;
     int next = 0, bound = 0;
     for (; !st && bound < entry->n_params; bound++) {
         bool donated = false;
-        for (int d = 0; d < n_don; d++)
+        for (int d = 0; d < m->n_io_aliases; d++)
             donated |= don[d].param == bound && don[d].param_index_len == 0;
         x.cur = entry->params[bound];
         st = bind_param(&x, &entry->params[bound]->shape, args, &next, pins,
                         &n_pins, donated, &params[bound]);
     }
-    free(don);
     if (!st) {
         st = dev_eval(&x, dev_plan_of(&x, entry), params, entry->n_params,
                       &root);

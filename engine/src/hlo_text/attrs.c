@@ -430,6 +430,100 @@ bool hs__parse_attribute(hs_parser *P, hs_instruction *i)
     return keep_as_text(P, i, k, kn, b, e);
 }
 
+/* A shape index "{2,0}" into path[0..*len). */
+static bool parse_index(hs_parser *P, int *path, int *len)
+{
+    hs_scanner *s = &P->s;
+    *len = 0;
+    if (!hs__scan_expect(s, '{', "to open a shape index"))
+        return false;
+    if (hs__scan_accept(s, '}'))
+        return true;
+    for (;;) {
+        size_t at = s->pos;
+        int64_t v;
+        if (!hs__scan_int(s, &v, "an index"))
+            return false;
+        if (v < 0 || v > 1 << 20)
+            return hs__scan_fail(s, at, "index %lld out of range",
+                                 (long long)v);
+        if (*len == HS_MAX_ALIAS_INDEX)
+            return hs__scan_fail(s, at, "a shape index deeper than %d",
+                                 HS_MAX_ALIAS_INDEX);
+        path[(*len)++] = (int)v;
+        if (!hs__scan_accept(s, ','))
+            return hs__scan_expect(s, '}', "to close a shape index");
+    }
+}
+
+/* One "{output}: (param, {index}, may-alias)" entry; the kind may be
+ * missing, as older XLA prints it. */
+static bool parse_io_alias_entry(hs_parser *P, hs_io_alias *d)
+{
+    hs_scanner *s = &P->s;
+    memset(d, 0, sizeof *d);
+    if (!parse_index(P, d->output, &d->output_len) ||
+        !hs__scan_expect(s, ':', "after the output index") ||
+        !hs__scan_expect(s, '(', "to open (parameter, {index}, kind)"))
+        return false;
+    size_t at = s->pos;
+    int64_t v;
+    if (!hs__scan_int(s, &v, "a parameter number"))
+        return false;
+    if (v < 0 || v > 1 << 20)
+        return hs__scan_fail(s, at, "parameter %lld out of range",
+                             (long long)v);
+    d->param = (int)v;
+    if (!hs__scan_expect(s, ',', "after the parameter number") ||
+        !parse_index(P, d->param_index, &d->param_index_len))
+        return false;
+    if (hs__scan_accept(s, ',')) {
+        hs__scan_peek(s);
+        const char *k;
+        at = s->pos;
+        size_t kn = hs__scan_word(s, &k);
+        if (key_is(k, kn, "must-alias"))
+            d->must_alias = true;
+        else if (!key_is(k, kn, "may-alias"))
+            return hs__scan_fail(s, at, "expected may-alias or must-alias");
+    }
+    return hs__scan_expect(s, ')', "to close (parameter, {index}, kind)");
+}
+
+/* input_output_alias={ {1}: (2, {}, may-alias), ... } into the module. */
+static bool parse_io_aliases(hs_parser *P)
+{
+    hs_scanner *s = &P->s;
+    hs_io_alias *list = NULL;
+    int n = 0, cap = 0;
+    bool ok = hs__scan_expect(s, '{', "to open input_output_alias={...}");
+    if (ok && !hs__scan_accept(s, '}')) {
+        for (;;) {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                hs_io_alias *q = realloc(list, sizeof *q * (size_t)cap);
+                if (!q) {
+                    ok = oom(P);
+                    break;
+                }
+                list = q;
+            }
+            if (!(ok = parse_io_alias_entry(P, &list[n])))
+                break;
+            n++;
+            if (!hs__scan_accept(s, ',')) {
+                ok = hs__scan_expect(s, '}',
+                                     "to close input_output_alias={...}");
+                break;
+            }
+        }
+    }
+    if (ok && !hs_module_set_io_aliases(P->m, list, n))
+        ok = oom(P);
+    free(list);
+    return ok;
+}
+
 bool hs__parse_header_attrs(hs_parser *P)
 {
     hs_scanner *s = &P->s;
@@ -446,8 +540,12 @@ bool hs__parse_header_attrs(hs_parser *P)
                                                       "attribute after ','");
             break;
         }
-        ok = hs__scan_expect(s, '=', "after the module attribute name") &&
-             hs__scan_raw_value(s, &b, &e, "a module attribute");
+        ok = hs__scan_expect(s, '=', "after the module attribute name");
+        if (ok && key_is(k, kn, "input_output_alias")) {
+            ok = parse_io_aliases(P);
+            continue;
+        }
+        ok = ok && hs__scan_raw_value(s, &b, &e, "a module attribute");
         if (ok) {
             if (attrs.len)
                 hs__buf_put(&attrs, ", ", 2);

@@ -170,7 +170,8 @@ const char *hs__parser_cstr(hs_parser *P, const char *p, size_t n);
 /* Parses ", key=value" attributes after the operand list (the ',' is
  * already consumed) into the instruction's fields or its extra text. */
 bool hs__parse_attribute(hs_parser *P, hs_instruction *i);
-/* Parses "key=value" pairs of a module header into header_attrs. */
+/* Parses "key=value" pairs of a module header: input_output_alias into
+ * the module's io_aliases, the others into header_attrs as text. */
 bool hs__parse_header_attrs(hs_parser *P);
 /* Resolves operand names of the computation just parsed. */
 bool hs__resolve_operands(hs_parser *P, hs_computation *c);

@@ -321,6 +321,35 @@ static void print_computation(hs_buf *b, const hs_computation *c)
     hs__buf_put(b, "}\n", 2);
 }
 
+static void print_index(hs_buf *b, const int *path, int len)
+{
+    hs__buf_putc(b, '{');
+    for (int k = 0; k < len; k++) {
+        char n[16];
+        int w = snprintf(n, sizeof n, "%s%d", k ? "," : "", path[k]);
+        hs__buf_put(b, n, (size_t)w);
+    }
+    hs__buf_putc(b, '}');
+}
+
+/* input_output_alias={ {1}: (2, {}, may-alias), ... } as XLA prints it. */
+static void print_io_aliases(hs_buf *b, const hs_module *m)
+{
+    hs__buf_puts(b, "input_output_alias={ ");
+    for (int k = 0; k < m->n_io_aliases; k++) {
+        const hs_io_alias *a = &m->io_aliases[k];
+        if (k)
+            hs__buf_put(b, ", ", 2);
+        print_index(b, a->output, a->output_len);
+        char n[24];
+        int w = snprintf(n, sizeof n, ": (%d, ", a->param);
+        hs__buf_put(b, n, (size_t)w);
+        print_index(b, a->param_index, a->param_index_len);
+        hs__buf_puts(b, a->must_alias ? ", must-alias)" : ", may-alias)");
+    }
+    hs__buf_puts(b, " }");
+}
+
 char *hs_hlo_print(const hs_module *m)
 {
     hs_buf b = {0};
@@ -329,6 +358,10 @@ char *hs_hlo_print(const hs_module *m)
     if (m->header_attrs && m->header_attrs[0]) {
         hs__buf_put(&b, ", ", 2);
         hs__buf_puts(&b, m->header_attrs);
+    }
+    if (m->n_io_aliases > 0) {
+        hs__buf_put(&b, ", ", 2);
+        print_io_aliases(&b, m);
     }
     hs__buf_putc(&b, '\n');
     for (int k = 0; k < m->n_comps; k++) {

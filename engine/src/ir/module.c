@@ -77,6 +77,32 @@ int64_t hs_module_instruction_count(const hs_module *m)
     return n;
 }
 
+bool hs_module_set_io_aliases(hs_module *m, const hs_io_alias *a, int n)
+{
+    hs_io_alias *copy = NULL;
+    if (n > 0) {
+        copy = hs_arena_alloc(m->arena, sizeof *copy * (size_t)n);
+        if (!copy)
+            return false;
+        memcpy(copy, a, sizeof *copy * (size_t)n);
+    }
+    m->io_aliases = copy;
+    m->n_io_aliases = n > 0 ? n : 0;
+    return true;
+}
+
+int hs_computation_index(const hs_module *m, const hs_computation *c)
+{
+    if (!c)
+        return -1;
+    if (c->id >= 0 && c->id < m->n_comps && m->comps[c->id] == c)
+        return c->id;
+    for (int k = 0; k < m->n_comps; k++)
+        if (m->comps[k] == c)
+            return k;
+    return -1;
+}
+
 /* "<opcode>.<id>" without snprintf: names are made for every traced
  * instruction, so this is on the tracing hot path. */
 static const char *default_name(hs_arena *a, hs_opcode op, int id)

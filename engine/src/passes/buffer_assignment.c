@@ -117,7 +117,7 @@ static hs_status build_list(hs_buffer_assignment *ba, const hs__ba *s,
     for (int b = 0; b < s->n_buf; b++) {
         map[b] = -1;
         if (s->buf[b].counted)
-            keys[j++] = (order_key){hs__ba_comp_index(s->m, s->buf[b].comp),
+            keys[j++] = (order_key){hs_computation_index(s->m, s->buf[b].comp),
                                     s->buf[b].start, b};
     }
     qsort(keys, (size_t)n, sizeof *keys, by_program_order);
@@ -170,7 +170,7 @@ static hs_status gather_live(hs_buffer_assignment *ba, const hs__ba *s,
     int cap = 0, n = 0;
     const hs_logical_buffer **live = NULL;
     const hs_instruction *inner = NULL;
-    for (int ci = hs__ba_comp_index(s->m, s->m->entry), depth = 0;
+    for (int ci = hs_computation_index(s->m, s->m->entry), depth = 0;
          ci >= 0 && depth <= s->n_order; depth++) {
         const hs__ba_comp *cc = &s->comps[ci];
         int pos = cc->peak_pos[sp];
@@ -200,7 +200,7 @@ static hs_status gather_live(hs_buffer_assignment *ba, const hs__ba *s,
         qsort(live, (size_t)n, sizeof *live, by_size);
     ba->live[sp] = live;
     ba->n_live[sp] = n;
-    const hs__ba_comp *e = &s->comps[hs__ba_comp_index(s->m, s->m->entry)];
+    const hs__ba_comp *e = &s->comps[hs_computation_index(s->m, s->m->entry)];
     ba->peak[sp] = (hs_buffer_peak){e->peak[sp], e->peak_pos[sp],
                                     s->m->entry->instrs[e->peak_pos[sp]],
                                     inner};
@@ -239,7 +239,7 @@ static int64_t temp_peak(const hs__ba *s, const hs__ba_comp *e, int sp)
 static hs_status memory_stats(hs_buffer_assignment *ba, const hs__ba *s,
                               hs_error *err)
 {
-    const hs__ba_comp *e = &s->comps[hs__ba_comp_index(s->m, s->m->entry)];
+    const hs__ba_comp *e = &s->comps[hs_computation_index(s->m, s->m->entry)];
     for (int sp = 0; sp < HS__N_SPACES; sp++) {
         hs_memory_space_stats *ms =
             sp == HS__SPACE_HOST ? &ba->stats.host : &ba->stats.device;

@@ -24,16 +24,18 @@ int hs__shape_nodes(const hs_shape *s)
     return n;
 }
 
-int hs__ba_comp_index(const hs_module *m, const hs_computation *c)
+int hs__index_node(const hs_shape *s, const int *path, int len)
 {
-    if (!c)
-        return -1;
-    if (c->id >= 0 && c->id < m->n_comps && m->comps[c->id] == c)
-        return c->id;
-    for (int k = 0; k < m->n_comps; k++)
-        if (m->comps[k] == c)
-            return k;
-    return -1;
+    int node = 0;
+    for (int d = 0; d < len; d++) {
+        if (s->dtype != HS_TUPLE || path[d] < 0 || path[d] >= s->n_elems)
+            return -1;
+        node++;
+        for (int e = 0; e < path[d]; e++)
+            node += hs__shape_nodes(&s->elems[e]);
+        s = &s->elems[path[d]];
+    }
+    return node;
 }
 
 static hs_status nomem(hs_error *err)
@@ -77,7 +79,7 @@ static hs_status visit(hs__ba *s, int ci, uint8_t *state, int depth,
     for (int k = 0; k < c->n_instrs; k++) {
         const hs_instruction *i = c->instrs[k];
         for (int j = 0; j < control_callees(i); j++) {
-            int cj = hs__ba_comp_index(s->m, i->called[j]);
+            int cj = hs_computation_index(s->m, i->called[j]);
             if (cj < 0)
                 return hs_error_set(err, HS_ERR_INVALID,
                                     "instruction %s: calls a computation "
@@ -121,7 +123,7 @@ hs_status hs__ba_init(hs__ba *s, const hs_module *m,
     for (int k = 0; k < ids; k++)
         s->pos_by_id[k] = -1;
     hs_status st = HS_OK;
-    int entry = hs__ba_comp_index(m, m->entry);
+    int entry = hs_computation_index(m, m->entry);
     if (entry < 0)
         st = hs_error_set(err, HS_ERR_INVALID,
                           "module has no entry computation");
@@ -134,10 +136,8 @@ hs_status hs__ba_init(hs__ba *s, const hs_module *m,
                           "the entry computation %s is also called",
                           m->entry->name);
     free(state);
-    if (st == HS_OK &&
-        (s->n_donations = hs__parse_donations(m->header_attrs,
-                                              &s->donations)) < 0)
-        st = nomem(err);
+    s->donations = m->io_aliases;
+    s->n_donations = m->n_io_aliases;
     if (st != HS_OK)
         hs__ba_release(s);
     return st;
@@ -152,7 +152,6 @@ void hs__ba_release(hs__ba *s)
             free(s->comps[k].root_written);
         }
     free(s->buf);
-    free(s->donations);
     free(s->comps);
     free(s->roles);
     free(s->order);
@@ -421,7 +420,7 @@ static bool donated_to(const hs__ba *s, const hs_instruction *i,
 {
     const hs_instruction *root = s->cur->root;
     for (int d = 0; root && d < s->n_donations; d++) {
-        const hs__donation *dn = &s->donations[d];
+        const hs_io_alias *dn = &s->donations[d];
         if (dn->param != x->param_number || dn->param_index_len != 0)
             continue;
         if (dn->output_len == 0 && root == i)
@@ -539,7 +538,7 @@ static hs_status add_callee_peak(hs__ba *s, const hs_instruction *i, int k,
                                  int first, int n, hs_error *err)
 {
     for (int j = first; j < first + n && j < i->n_called; j++) {
-        int ci = hs__ba_comp_index(s->m, i->called[j]);
+        int ci = hs_computation_index(s->m, i->called[j]);
         if (ci < 0 || !s->comps[ci].analysed)
             return hs_error_set(err, HS_ERR_INVALID,
                                 "instruction %s: computation %s was not "
@@ -562,7 +561,7 @@ static hs_status add_callee_peak(hs__ba *s, const hs_instruction *i, int k,
 static void donate(hs__ba *s, const hs_instruction *i, int off)
 {
     for (int d = 0; d < s->n_donations; d++) {
-        const hs__donation *x = &s->donations[d];
+        const hs_io_alias *x = &s->donations[d];
         int node = x->param == i->index
                        ? hs__index_node(&i->shape, x->param_index,
                                         x->param_index_len)
@@ -637,7 +636,7 @@ static hs_status table_for(hs__ba *s, int k, bool entry, hs_error *err)
     }
     case HS_OP_WHILE: {
         if (op0 && n0 == nn && same_buffers(&i->shape, &op0->shape)) {
-            int bi = i->n_called > 1 ? hs__ba_comp_index(s->m, i->called[1])
+            int bi = i->n_called > 1 ? hs_computation_index(s->m, i->called[1])
                                      : -1;
             const hs__ba_comp *body =
                 bi >= 0 && s->comps[bi].analysed ? &s->comps[bi] : NULL;
@@ -654,7 +653,7 @@ static hs_status table_for(hs__ba *s, int k, bool entry, hs_error *err)
         break;
     }
     case HS_OP_CALL: {
-        int ci = i->n_called > 0 ? hs__ba_comp_index(s->m, i->called[0])
+        int ci = i->n_called > 0 ? hs_computation_index(s->m, i->called[0])
                                  : -1;
         if (ci >= 0 && s->comps[ci].analysed &&
             s->comps[ci].n_root_nodes == nn) {
@@ -841,7 +840,7 @@ static hs_status finish_root(hs__ba *s, hs__ba_comp *cc, uint8_t role,
         /* A donated output is written into its parameter's buffer. */
         const hs_shape *rs = &s->cur->instrs[root]->shape;
         for (int d = 0; d < s->n_donations; d++) {
-            const hs__donation *x = &s->donations[d];
+            const hs_io_alias *x = &s->donations[d];
             int node = hs__index_node(rs, x->output, x->output_len);
             if (node >= 0 && node < nr)
                 s->buf[rt[node]].aliases_argument = true;
@@ -907,7 +906,7 @@ static void sweep(hs__ba *s, hs__ba_comp *cc, int n)
 
 hs_status hs__ba_analyse(hs__ba *s, const hs_computation *c, hs_error *err)
 {
-    int ci = hs__ba_comp_index(s->m, c);
+    int ci = hs_computation_index(s->m, c);
     if (ci < 0)
         return hs_error_set(err, HS_ERR_INVALID,
                             "computation %s is not in the module", c->name);

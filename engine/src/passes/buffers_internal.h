@@ -31,19 +31,6 @@ static inline int hs__space_index(int memory_space)
                                             : HS__SPACE_DEVICE;
 }
 
-/* input_output_alias: output index `output` may reuse the buffer of entry
- * parameter `param` at `param_index` (buffer_donation.c). */
-enum { HS__MAX_INDEX_DEPTH = 8 };
-typedef struct hs__donation {
-    int output[HS__MAX_INDEX_DEPTH], output_len;
-    int param;
-    int param_index[HS__MAX_INDEX_DEPTH], param_index_len;
-} hs__donation;
-
-/* Parses the module header's input_output_alias into *out (malloc'ed);
- * returns the count, 0 when there is none, -1 on host OOM. Entries that
- * do not follow XLA's grammar end the list. */
-int hs__parse_donations(const char *header, hs__donation **out);
 /* Pre-order node of index path in s, or -1 when the path is not in s. */
 int hs__index_node(const hs_shape *s, const int *path, int len);
 
@@ -97,7 +84,8 @@ typedef struct hs__ba {
     uint8_t *roles;         /* by position: HS__ROLE_* bits */
     int *order;             /* computations owning buffers, callees first */
     int n_order;
-    hs__donation *donations;
+    /* The module's input_output_alias (m->io_aliases). */
+    const hs_io_alias *donations;
     int n_donations;
     /* The computation analysed last; tables are by position in it. */
     const hs_computation *cur;
@@ -125,9 +113,6 @@ enum {
 hs_status hs__ba_init(hs__ba *s, const hs_module *m,
                       const hs_pass_context *ctx, hs_error *err);
 void hs__ba_release(hs__ba *s);
-
-/* Position of c in m->comps, or -1. */
-int hs__ba_comp_index(const hs_module *m, const hs_computation *c);
 
 /* Analyses c in its current order; its callees must have been analysed.
  * When c was the computation analysed last, its earlier buffers are

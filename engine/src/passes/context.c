@@ -1,16 +1,7 @@
 /* context.c - the pass context: deadline and cancellation, checked between
  * passes and inside long loops. */
-#include <time.h>
-
 #include "hloscope/hs_passes.h"
 #include "passes/passes_internal.h"
-
-int64_t hs_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 void hs_pass_context_init(hs_pass_context *ctx)
 {

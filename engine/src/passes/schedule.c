@@ -197,7 +197,7 @@ static bool invert(int n_from, const int32_t *off, const int32_t *to,
 
 static bool build(problem *p, const hs__ba *s, const hs_computation *c)
 {
-    const hs__ba_comp *cc = &s->comps[hs__ba_comp_index(s->m, c)];
+    const hs__ba_comp *cc = &s->comps[hs_computation_index(s->m, c)];
     int first = cc->first_buffer;
     p->n = c->n_instrs;
     p->nb = cc->n_buffers;
@@ -477,7 +477,7 @@ static hs_status schedule_computation(hs__ba *s, hs_computation *c,
                                       bool *changed, hs_error *err)
 {
     int n = c->n_instrs;
-    const hs__ba_comp *cc = &s->comps[hs__ba_comp_index(s->m, c)];
+    const hs__ba_comp *cc = &s->comps[hs_computation_index(s->m, c)];
     hs_instruction **cand[N_CANDIDATES] = {NULL};
     int64_t peak[N_CANDIDATES][HS__N_SPACES];
     bool ok = true;

@@ -70,19 +70,21 @@ static hs_instruction *forward(hs_builder *b, const hs_train_step *ts,
     return out;
 }
 
-static char *alias_text(hs_arena *a, int n_alias, const hs_train_alias *al)
+/* The step's input_output_alias: output {k} reuses parameter al[k].param
+ * (both whole values), may-alias. */
+static bool set_aliases(hs_module *m, int n_alias, const hs_train_alias *al)
 {
-    size_t cap = 64 + (size_t)n_alias * 40;
-    char *s = hs_arena_alloc(a, cap);
-    if (!s)
-        return NULL;
-    size_t len = (size_t)snprintf(s, cap, "input_output_alias={ ");
-    for (int k = 0; k < n_alias && len < cap; k++)
-        len += (size_t)snprintf(s + len, cap - len, "%s{%d}: (%d, {}, may-alias)",
-                                k ? ", " : "", al[k].output, al[k].param);
-    if (len < cap)
-        snprintf(s + len, cap - len, " }");
-    return s;
+    hs_io_alias *list = calloc((size_t)n_alias + 1, sizeof *list);
+    if (!list)
+        return false;
+    for (int k = 0; k < n_alias; k++) {
+        list[k].output[0] = al[k].output;
+        list[k].output_len = 1;
+        list[k].param = al[k].param;
+    }
+    bool ok = hs_module_set_io_aliases(m, list, n_alias);
+    free(list);
+    return ok;
 }
 
 static bool has_while(const hs_module *m)
@@ -150,8 +152,7 @@ static hs_module *build_module(const hs_train_step *ts, bool with_update,
         return NULL;
     }
     if (with_update) {
-        mod->header_attrs = alias_text(mod->arena, ts->n_alias, ts->alias);
-        if (!mod->header_attrs && ts->n_alias) {
+        if (!set_aliases(mod, ts->n_alias, ts->alias)) {
             hs_module_free(mod);
             hs_error_set(err, HS_ERR_NOMEM, "train: out of host memory");
             return NULL;

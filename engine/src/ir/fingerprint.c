@@ -5,8 +5,8 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "compile/compile_internal.h"
-#include "hloscope/hs_compile.h"
+#include "hloscope/hs_ir.h"
+#include "ir/positions.h"
 
 static void put(XXH3_state_t *st, const void *p, size_t n)
 {
@@ -99,7 +99,7 @@ static void put_instruction(XXH3_state_t *st, const hs_module *m,
         put_i64(st, position(m, pos, i->operands[o]));
     put_i64(st, i->n_called);
     for (int k = 0; k < i->n_called; k++)
-        put_i64(st, hs__computation_position(m, i->called[k]));
+        put_i64(st, hs_computation_index(m, i->called[k]));
     put_i64(st, i->index);
     put_i64(st, i->n_dims);
     put(st, i->dims, sizeof(int64_t) * (size_t)i->n_dims);
@@ -138,8 +138,23 @@ uint64_t hs_module_fingerprint(const hs_module *m)
     XXH3_64bits_reset(st);
     put_str(st, "hloscope-fingerprint-v1");
     put_str(st, m->header_attrs);
+    /* Only when present, so that a module without aliases keeps the
+     * fingerprint it had when they were kept as header text. */
+    if (m->n_io_aliases > 0) {
+        put_str(st, "input_output_alias");
+        put_i64(st, m->n_io_aliases);
+        for (int k = 0; k < m->n_io_aliases; k++) {
+            const hs_io_alias *a = &m->io_aliases[k];
+            put_i64(st, a->output_len);
+            put(st, a->output, sizeof(int) * (size_t)a->output_len);
+            put_i64(st, a->param);
+            put_i64(st, a->param_index_len);
+            put(st, a->param_index, sizeof(int) * (size_t)a->param_index_len);
+            put_i64(st, a->must_alias);
+        }
+    }
     put_i64(st, m->n_comps);
-    put_i64(st, hs__computation_position(m, m->entry));
+    put_i64(st, hs_computation_index(m, m->entry));
     for (int c = 0; c < m->n_comps; c++) {
         const hs_computation *comp = m->comps[c];
         put_i64(st, comp->n_instrs);

@@ -1,21 +1,12 @@
 /* clone.c - a deep copy of a module into a new arena, so that a compile can
  * rewrite its own copy while the caller keeps the traced module. Names and
- * ids are preserved. */
+ * ids are preserved. Also the position index by instruction id that the
+ * copy and the fingerprint share (ir/positions.h). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "compile/compile_internal.h"
-#include "hloscope/hs_compile.h"
-
-int hs__computation_position(const hs_module *m, const hs_computation *c)
-{
-    if (c && c->id >= 0 && c->id < m->n_comps && m->comps[c->id] == c)
-        return c->id;
-    for (int k = 0; k < m->n_comps; k++)
-        if (m->comps[k] == c)
-            return k;
-    return -1;
-}
+#include "hloscope/hs_ir.h"
+#include "ir/positions.h"
 
 int32_t *hs__positions_by_id(const hs_module *m)
 {
@@ -103,7 +94,7 @@ static bool link_called(hs_module *dst, const hs_module *src)
             if (!called)
                 return false;
             for (int j = 0; j < si->n_called; j++) {
-                int p = hs__computation_position(src, si->called[j]);
+                int p = hs_computation_index(src, si->called[j]);
                 called[j] = p >= 0 ? dst->comps[p] : NULL;
             }
             hs_instruction_set_called(c->instrs[k], called, si->n_called);
@@ -129,6 +120,9 @@ hs_module *hs_module_clone(const hs_module *src)
     if (!by_id || !dst)
         goto fail;
     dst->header_attrs = hs_arena_strdup(dst->arena, src->header_attrs);
+    if ((src->header_attrs && !dst->header_attrs) ||
+        !hs_module_set_io_aliases(dst, src->io_aliases, src->n_io_aliases))
+        goto fail;
     for (int ci = 0; ci < src->n_comps; ci++)
         if (!clone_computation(dst, src, src->comps[ci], by_id))
             goto fail;
@@ -137,7 +131,7 @@ hs_module *hs_module_clone(const hs_module *src)
     for (int ci = 0; ci < src->n_comps; ci++)
         dst->comps[ci]->id = src->comps[ci]->id;
     if (src->entry) {
-        int p = hs__computation_position(src, src->entry);
+        int p = hs_computation_index(src, src->entry);
         dst->entry = p >= 0 ? dst->comps[p] : NULL;
     }
     dst->next_id = src->next_id;
