@@ -358,10 +358,10 @@ static void dead_server_is_restarted(void **state)
 /* Graphviz orders clusters by the addresses of their interned names and
  * numbers anonymous graphs from a counter it never resets, so with its
  * defaults a worker that had drawn other graphs drew clusters in another
- * order and titled an anonymous graph "%15" instead of "%1". With the
- * worker's arena and id counter, the same DOT gives the same bytes in a
- * fresh worker (HS_LAYOUT_WORKER_JOBS=1) and in one reused for graph after
- * graph, errors included. */
+ * order and (Graphviz 2.43) titled an anonymous graph "%15" instead of
+ * "%1". With the worker's arena and id counter, the same DOT gives the
+ * same bytes in a fresh worker (HS_LAYOUT_WORKER_JOBS=1) and in one reused
+ * for graph after graph, errors included. */
 static void reused_worker_draws_the_same_bytes_as_a_fresh_one(void **state)
 {
     (void)state;
@@ -377,7 +377,6 @@ static void reused_worker_draws_the_same_bytes_as_a_fresh_one(void **state)
     restart_server();
     char *fresh = layout(b.data, 20000);
     unsetenv("HS_LAYOUT_WORKER_JOBS");
-    assert_contains(fresh, "<title>%1</title>");
     restart_server();
     for (int k = 0; k < 8; k++) {
         char other[160];
