@@ -10,13 +10,14 @@
  * (Graphviz cold, or warm and inherited) and an in-process layout with no
  * isolation.
  *
- *     build/bench/bench_render [model.json]
+ *     build/bench/bench_render [model.json | --service]
  *
  * The service rows use the public API only, so this file built against an
  * older engine measures that engine the same way (docs/BENCHMARKS.md).
  */
 #include <gvc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -312,10 +313,44 @@ static double in_process_ms(int reps, GVC_t **keep)
     return (now_ms() - t0) / reps;
 }
 
+typedef struct service_figures {
+    double paced, b2b, b2b_cpu, concurrent, fresh, fresh_cpu, nopool,
+        nopool_cpu, cold, warm, inproc;
+} service_figures;
+
+static void print_service(const service_figures *f)
+{
+    printf("\nlayout of a 2-node graph to SVG (ms per layout; CPU of all "
+           "layout processes):\n");
+    printf("  %-60s %7.2f ms\n",
+           "hs_render_layout, a warm worker waiting (median of 40)", f->paced);
+    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
+           "hs_render_layout, back to back (mean of 40)", f->b2b, f->b2b_cpu);
+    printf("  %-60s %7.2f ms\n",
+           "hs_render_layout, 8 callers at once (mean of 8 x 5)", f->concurrent);
+    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
+           "  a fresh worker per job, back to back (mean of 40)", f->fresh,
+           f->fresh_cpu);
+    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
+           "  no pool: exec + warm-up per layout (mean of 20)", f->nopool,
+           f->nopool_cpu);
+    printf("  %-60s %7.2f ms\n",
+           "fork from this process, Graphviz started in the worker", f->cold);
+    printf("  %-60s %7.2f ms\n",
+           "fork from this process, warm context inherited", f->warm);
+    printf("  %-60s %7.2f ms\n", "in this process, no isolation", f->inproc);
+    printf("  isolation overhead of hs_render_layout: %.2f ms per layout\n",
+           f->paced - f->inproc);
+}
+
 int main(int argc, char **argv)
 {
-    const char *path = argc > 1 ? argv[1]
-                                : HS_SOURCE_DIR "/examples/decoder_50x256.json";
+    /* --service: the layout service's rows only (quick to alternate with
+     * another engine's build). */
+    bool service_only = argc > 1 && strcmp(argv[1], "--service") == 0;
+    const char *path = argc > 1 && !service_only
+                           ? argv[1]
+                           : HS_SOURCE_DIR "/examples/decoder_50x256.json";
     hs_error e;
     /* The layout server and its spares start before the measurements. */
     if (hs_render_init(&e) != HS_OK)
@@ -341,6 +376,14 @@ int main(int argc, char **argv)
     GVC_t *gvc = NULL;
     double inproc = in_process_ms(REPS, &gvc);
     double warm = forked_worker_ms(REPS, gvc);
+    service_figures sv = {paced, b2b, b2b_cpu, concurrent, fresh, fresh_cpu,
+                          nopool, nopool_cpu, cold, warm, inproc};
+    if (service_only) {
+        print_service(&sv);
+        gvFreeContext(gvc);
+        hs_render_shutdown();
+        return 0;
+    }
 
     bench_gvc = gvContext();
     hs_model_options mo = {.shapes_only = true, .loop = "unrolled"};
@@ -395,27 +438,7 @@ int main(int argc, char **argv)
     printf("(ms are wall clock, medians of 5 runs for the collapsed views; "
            "CPU ms is Graphviz's CPU time\n for the same layout in process)\n");
 
-    printf("\nlayout of a 2-node graph to SVG (ms per layout; CPU of all "
-           "layout processes):\n");
-    printf("  %-60s %7.2f ms\n",
-           "hs_render_layout, a warm worker waiting (median of 40)", paced);
-    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
-           "hs_render_layout, back to back (mean of 40)", b2b, b2b_cpu);
-    printf("  %-60s %7.2f ms\n",
-           "hs_render_layout, 8 callers at once (mean of 8 x 5)", concurrent);
-    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
-           "  a fresh worker per job, back to back (mean of 40)", fresh,
-           fresh_cpu);
-    printf("  %-60s %7.2f ms  (CPU %.2f ms)\n",
-           "  no pool: exec + warm-up per layout (mean of 20)", nopool,
-           nopool_cpu);
-    printf("  %-60s %7.2f ms\n",
-           "fork from this process, Graphviz started in the worker", cold);
-    printf("  %-60s %7.2f ms\n",
-           "fork from this process, warm context inherited", warm);
-    printf("  %-60s %7.2f ms\n", "in this process, no isolation", inproc);
-    printf("  isolation overhead of hs_render_layout: %.2f ms per layout\n",
-           paced - inproc);
+    print_service(&sv);
     gvFreeContext(gvc);
     gvFreeContext(bench_gvc);
 
