@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "render/layout_internal.h"
@@ -34,15 +35,24 @@ static int server_fd = -1;
 static pid_t server_pid = -1;
 static int server_starts; /* servers started so far, for tests */
 
-/* Kills and reaps the server; its workers die with it (PDEATHSIG). A
- * server stuck at start never reads its socket, so it is not asked. */
-static void stop_server_locked(void)
+/* Stops and reaps the server. Closing its socket asks it to kill and reap
+ * its workers and exit; one that has not within grace_ms (stuck, or never
+ * asked: grace 0) is killed, and its workers die with it (PDEATHSIG). */
+static void stop_server_locked(int grace_ms)
 {
     if (server_fd >= 0)
         close(server_fd);
     if (server_pid > 0) {
-        kill(server_pid, SIGKILL);
-        while (waitpid(server_pid, NULL, 0) < 0 && errno == EINTR) {
+        int64_t until = hs__now_ms() + grace_ms;
+        while (waitpid(server_pid, NULL, WNOHANG) == 0) {
+            if (hs__now_ms() >= until) {
+                kill(server_pid, SIGKILL);
+                while (waitpid(server_pid, NULL, 0) < 0 && errno == EINTR) {
+                }
+                break;
+            }
+            struct timespec t = {0, 1000000};
+            nanosleep(&t, NULL);
         }
     }
     server_fd = -1;
@@ -94,7 +104,7 @@ static hs_status start_server_locked(hs_error *err)
         server_pid = pid;
         if (server_ready(server_fd))
             return HS_OK;
-        stop_server_locked(); /* died or hung at start */
+        stop_server_locked(0); /* died or hung at start */
     }
     return hs_error_set(err, HS_ERR_RUNTIME,
                         "cannot start the layout server: not ready after %d "
@@ -113,10 +123,11 @@ hs_status hs_render_init(hs_error *err)
 
 void hs_render_shutdown(void)
 {
-    /* The server would also exit by itself on EOF; killing it does not
-     * wait on a server that hangs. */
+    /* The server exits by itself on EOF, after reaping its workers (so
+     * their CPU time reaches this process's RUSAGE_CHILDREN); a server
+     * that hangs is killed after a second. */
     pthread_mutex_lock(&server_mu);
-    stop_server_locked();
+    stop_server_locked(1000);
     pthread_mutex_unlock(&server_mu);
 }
 
@@ -179,7 +190,7 @@ static hs_status send_request(hs_layout_request *rq, int64_t timeout_ms,
             return HS_OK;
         }
         e = n < 0 ? errno : EPROTO;
-        stop_server_locked(); /* gone or broken: reap it, start anew */
+        stop_server_locked(0); /* gone or broken: reap it, start anew */
     }
     pthread_mutex_unlock(&server_mu);
     return hs_error_set(err, HS_ERR_RUNTIME, "layout server unavailable: %s",
@@ -191,7 +202,7 @@ static void server_lost(pid_t pid)
 {
     pthread_mutex_lock(&server_mu);
     if (server_pid == pid)
-        stop_server_locked();
+        stop_server_locked(0);
     pthread_mutex_unlock(&server_mu);
 }
 
