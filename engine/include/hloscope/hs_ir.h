@@ -311,6 +311,25 @@ struct hs_computation {
     bool is_fusion; /* called by a fusion instruction */
 };
 
+/* XLA's host-offload annotation (torch_xla's place_to_host and
+ * place_to_device), which the offload pass lowers to host buffers and
+ * copies:
+ *     custom-call(x), custom_call_target="annotate_device_placement",
+ *       frontend_attributes={_xla_buffer_placement="pinned_host"}
+ * ("device" for the way back). Written by the model loader, scan and
+ * autodiff, read by autodiff and the offload pass: all through these. */
+#define HS_PLACEMENT_TARGET "annotate_device_placement"
+typedef enum hs_placement {
+    HS_PLACEMENT_NONE,   /* not a placement annotation */
+    HS_PLACEMENT_DEVICE,
+    HS_PLACEMENT_HOST,
+} hs_placement;
+hs_placement hs_instruction_placement(const hs_instruction *i);
+/* Sets the frontend attributes of i (a custom-call to
+ * HS_PLACEMENT_TARGET) to place it on the host or the device. False on
+ * host OOM. */
+bool hs_instruction_set_placement(hs_instruction *i, bool host);
+
 /* The process clock: CLOCK_MONOTONIC in nanoseconds (ir/clock.c), for
  * pass timings, deadlines and step timings in every room. */
 int64_t hs_now_ns(void);

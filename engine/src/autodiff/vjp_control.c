@@ -108,22 +108,14 @@ done:
     free(active);
 }
 
-static bool placed_on_host(const hs_instruction *y)
-{
-    return y->frontend_attributes &&
-           strstr(y->frontend_attributes, "pinned_host") != NULL;
-}
-
 void hs__vjp_custom_call(hs_vjp *v, hs_instruction *y)
 {
     const char *t = y->custom_call_target ? y->custom_call_target : "";
     hs_instruction *gy = hs__vjp_cotangent(v, y);
-    bool to_host = (strcmp(t, "annotate_device_placement") == 0 &&
-                    placed_on_host(y)) ||
-                   strcmp(t, "MoveToHost") == 0;
-    bool to_device = (strcmp(t, "annotate_device_placement") == 0 &&
-                      !placed_on_host(y)) ||
-                     strcmp(t, "MoveToDevice") == 0;
+    hs_placement place = hs_instruction_placement(y);
+    bool to_host = place == HS_PLACEMENT_HOST || strcmp(t, "MoveToHost") == 0;
+    bool to_device =
+        place == HS_PLACEMENT_DEVICE || strcmp(t, "MoveToDevice") == 0;
     if ((!to_host && !to_device) || y->n_operands != 1) {
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
                      "autodiff: no gradient rule for custom-call target '%s' "
@@ -139,10 +131,8 @@ void hs__vjp_custom_call(hs_vjp *v, hs_instruction *y)
     hs_builder *b = hs__vjp_builder(v);
     hs_shape s = hs_shape_make(gy->shape.dtype, gy->shape.rank,
                                gy->shape.dims);
-    hs_instruction *g =
-        hs_b_custom_call(b, "annotate_device_placement", &gy, 1, &s);
+    hs_instruction *g = hs_b_custom_call(b, HS_PLACEMENT_TARGET, &gy, 1, &s);
     if (g)
-        g->frontend_attributes = hs_arena_strdup(
-            hs_builder_module(b)->arena, "_xla_buffer_placement=\"device\"");
+        (void)hs_instruction_set_placement(g, false);
     hs__vjp_acc(v, y->operands[0], g);
 }

@@ -132,14 +132,11 @@ static hs_instruction *trace_placement(hs_trace *t, const hs_graph_op *g,
 {
     /* torch_xla's place_to_host / place_to_device: an annotation the
      * offload pass later turns into host buffers and copies. */
-    hs_instruction *y = hs_b_custom_call(t->b, "annotate_device_placement",
-                                         &x, 1, &x->shape);
+    hs_instruction *y =
+        hs_b_custom_call(t->b, HS_PLACEMENT_TARGET, &x, 1, &x->shape);
     if (y)
-        y->frontend_attributes = hs_arena_strdup(
-            hs_instruction_arena(y),
-            g->kind == HS_GOP_PLACE_TO_HOST
-                ? "_xla_buffer_placement=\"pinned_host\""
-                : "_xla_buffer_placement=\"device\"");
+        (void)hs_instruction_set_placement(y,
+                                           g->kind == HS_GOP_PLACE_TO_HOST);
     return y;
 }
 

@@ -45,14 +45,12 @@ static bool target_is(const hs_instruction *i, const char *t)
 
 static bool placed_on_host(const hs_instruction *i)
 {
-    return target_is(i, "annotate_device_placement") &&
-           i->frontend_attributes &&
-           strstr(i->frontend_attributes, "pinned_host") != NULL;
+    return hs_instruction_placement(i) == HS_PLACEMENT_HOST;
 }
 
 static bool placed_on_device(const hs_instruction *i)
 {
-    return target_is(i, "annotate_device_placement") && !placed_on_host(i);
+    return hs_instruction_placement(i) == HS_PLACEMENT_DEVICE;
 }
 
 /* ---- slots: one per array value (an array result, or a tuple element) ---- */

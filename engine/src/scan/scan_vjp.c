@@ -254,13 +254,9 @@ static hs_instruction *annotate(hs_builder *b, hs_instruction *x, bool host)
 {
     hs_shape s = hs_shape_make(x ? x->shape.dtype : HS_F32,
                                x ? x->shape.rank : 0, x ? x->shape.dims : NULL);
-    hs_instruction *y = hs_b_custom_call(b, "annotate_device_placement", &x,
-                                         1, &s);
+    hs_instruction *y = hs_b_custom_call(b, HS_PLACEMENT_TARGET, &x, 1, &s);
     if (y)
-        y->frontend_attributes = hs_arena_strdup(
-            hs_builder_module(b)->arena,
-            host ? "_xla_buffer_placement=\"pinned_host\""
-                 : "_xla_buffer_placement=\"device\"");
+        (void)hs_instruction_set_placement(y, host);
     return y;
 }
 
