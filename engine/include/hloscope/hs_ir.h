@@ -92,32 +92,42 @@ size_t hs_arena_bytes(const hs_arena *a); /* bytes reserved from the OS */
 /* Element types                                                            */
 /* ------------------------------------------------------------------------ */
 
-/* X(ENUM, text name, bits). f32, s32 and pred execute; the rest are parsed
- * and sized for analysis of imported HLO. */
-#define HS_DTYPE_LIST(X)           \
-    X(PRED, "pred", 8)             \
-    X(S2, "s2", 2)                 \
-    X(S4, "s4", 4)                 \
-    X(S8, "s8", 8)                 \
-    X(S16, "s16", 16)              \
-    X(S32, "s32", 32)              \
-    X(S64, "s64", 64)              \
-    X(U2, "u2", 2)                 \
-    X(U4, "u4", 4)                 \
-    X(U8, "u8", 8)                 \
-    X(U16, "u16", 16)              \
-    X(U32, "u32", 32)              \
-    X(U64, "u64", 64)              \
-    X(F8E4M3FN, "f8e4m3fn", 8)     \
-    X(F8E5M2, "f8e5m2", 8)         \
-    X(F8E4M3FNUZ, "f8e4m3fnuz", 8) \
-    X(F8E5M2FNUZ, "f8e5m2fnuz", 8) \
-    X(F16, "f16", 16)              \
-    X(BF16, "bf16", 16)            \
-    X(F32, "f32", 32)              \
-    X(F64, "f64", 64)              \
-    X(C64, "c64", 64)              \
-    X(C128, "c128", 128)           \
+/* X(ENUM, text name, bits): every primitive type of XLA's xla_data.proto
+ * but OPAQUE_TYPE. Integers run from S1 to U64 and real floats from
+ * F4E2M1FN to F64 (predicates below rely on both ranges). The device
+ * executes some (dev_dtype_executable); the rest are parsed, printed and
+ * sized for analysis of imported HLO. */
+#define HS_DTYPE_LIST(X)                \
+    X(PRED, "pred", 8)                  \
+    X(S1, "s1", 1)                      \
+    X(S2, "s2", 2)                      \
+    X(S4, "s4", 4)                      \
+    X(S8, "s8", 8)                      \
+    X(S16, "s16", 16)                   \
+    X(S32, "s32", 32)                   \
+    X(S64, "s64", 64)                   \
+    X(U1, "u1", 1)                      \
+    X(U2, "u2", 2)                      \
+    X(U4, "u4", 4)                      \
+    X(U8, "u8", 8)                      \
+    X(U16, "u16", 16)                   \
+    X(U32, "u32", 32)                   \
+    X(U64, "u64", 64)                   \
+    X(F4E2M1FN, "f4e2m1fn", 4)          \
+    X(F8E3M4, "f8e3m4", 8)              \
+    X(F8E4M3, "f8e4m3", 8)              \
+    X(F8E4M3FN, "f8e4m3fn", 8)          \
+    X(F8E4M3B11FNUZ, "f8e4m3b11fnuz", 8)\
+    X(F8E5M2, "f8e5m2", 8)              \
+    X(F8E4M3FNUZ, "f8e4m3fnuz", 8)      \
+    X(F8E5M2FNUZ, "f8e5m2fnuz", 8)      \
+    X(F8E8M0FNU, "f8e8m0fnu", 8)        \
+    X(F16, "f16", 16)                   \
+    X(BF16, "bf16", 16)                 \
+    X(F32, "f32", 32)                   \
+    X(F64, "f64", 64)                   \
+    X(C64, "c64", 64)                   \
+    X(C128, "c128", 128)                \
     X(TOKEN, "token", 0)
 
 typedef enum hs_dtype {

@@ -51,12 +51,12 @@ static inline bool same_dims(const hs_shape *a, const hs_shape *b)
 
 static inline bool is_integer(hs_dtype t)
 {
-    return t >= HS_S2 && t <= HS_U64;
+    return t >= HS_S1 && t <= HS_U64;
 }
 
 static inline bool is_real_float(hs_dtype t)
 {
-    return t >= HS_F8E4M3FN && t <= HS_F64;
+    return t >= HS_F4E2M1FN && t <= HS_F64;
 }
 
 static inline bool is_float_or_complex(hs_dtype t)
