@@ -226,16 +226,70 @@ static void ctx_free(conn_ctx *x)
     free(x);
 }
 
+/* The query is copied into the request; more parameters than it holds is
+ * an error of the request (a parameter past the limit used to be dropped
+ * without a word, ?timeout_ms included). */
+typedef struct query_copy {
+    srv_request *rq;
+    bool too_many, nomem;
+} query_copy;
+
 static enum MHD_Result copy_query(void *cls, enum MHD_ValueKind kind,
                                   const char *key, const char *value)
 {
-    srv_request *rq = cls;
-    if (rq->n_query >= SRV_MAX_QUERY)
+    query_copy *qc = cls;
+    srv_request *rq = qc->rq;
+    if (rq->n_query >= SRV_MAX_QUERY) {
+        qc->too_many = true;
         return MHD_NO;
-    rq->query_key[rq->n_query] = strdup(key);
-    rq->query_value[rq->n_query] = strdup(value ? value : "");
+    }
+    char *k = strdup(key), *v = strdup(value ? value : "");
+    if (!k || !v) {
+        free(k);
+        free(v);
+        qc->nomem = true;
+        return MHD_NO;
+    }
+    rq->query_key[rq->n_query] = k;
+    rq->query_value[rq->n_query] = v;
     rq->n_query++;
     return MHD_YES;
+}
+
+static int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decoding of the path and of query keys and values
+ * (MHD_OPTION_UNESCAPE_CALLBACK). libmicrohttpd's own decodes %00 into a
+ * NUL byte, and every C string cut there silently: /v1/examples/mlp%00.json
+ * served mlp, /index.html%00.js the explorer's page, ?loop=scan%00 compiled
+ * a scan. Here %00 stays the text "%00", so such a path matches nothing
+ * (404) and such a value is refused by name (422). Anything else is
+ * decoded as libmicrohttpd does: %HH, and a malformed escape kept as text. */
+static size_t unescape_url(void *cls, struct MHD_Connection *c, char *s)
+{
+    char *out = s;
+    const char *in = s;
+    while (*in) {
+        int hi = in[0] == '%' ? hex_digit(in[1]) : -1;
+        int lo = hi >= 0 ? hex_digit(in[2]) : -1;
+        if (lo >= 0 && (hi | lo) != 0) {
+            *out++ = (char)(hi * 16 + lo);
+            in += 3;
+        } else {
+            *out++ = *in++;
+        }
+    }
+    *out = '\0';
+    return (size_t)(out - s);
 }
 
 static enum MHD_Result queue_reply(conn_ctx *x)
@@ -332,7 +386,18 @@ static enum MHD_Result dispatch(conn_ctx *x, const char *url, const char *method
     x->route = r;
     x->rq.method = method;
     x->rq.url = url;
-    MHD_get_connection_values(x->conn, MHD_GET_ARGUMENT_KIND, copy_query, &x->rq);
+    query_copy qc = {&x->rq, false, false};
+    MHD_get_connection_values(x->conn, MHD_GET_ARGUMENT_KIND, copy_query, &qc);
+    if (qc.nomem) {
+        srv_reply_error(rp, 503, "host_out_of_memory", "", "out of host memory");
+        return queue_reply(x);
+    }
+    if (qc.too_many) {
+        srv_reply_error(rp, 422, "invalid", "?",
+                        "more than %d query parameters (no route takes as many)",
+                        SRV_MAX_QUERY);
+        return queue_reply(x);
+    }
     x->rq.body = x->body ? x->body : "";
     x->rq.body_len = x->len;
     bool bad_timeout;
@@ -650,6 +715,7 @@ static struct MHD_Daemon *start_daemon(srv *s)
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
         MHD_OPTION_END);
 }
 
