@@ -340,6 +340,9 @@ static void run_deferred(void *arg)
     MHD_resume_connection(x->conn);
 }
 
+/* Longer than any request may sensibly take; bounds ms * 10^6 + now. */
+#define SRV_MAX_DEADLINE_MS (366LL * 24 * 3600 * 1000)
+
 static int64_t request_deadline(srv *s, const srv_request *rq, bool *bad)
 {
     int64_t ms = s->cfg.limits.deadline_ms;
@@ -353,6 +356,11 @@ static int64_t request_deadline(srv *s, const srv_request *rq, bool *bad)
         else if (v < ms || ms <= 0)
             ms = v;
     }
+    /* ?timeout_ms=9223372036854775807 with --deadline-ms 0 (no deadline)
+     * overflowed the nanoseconds: undefined behaviour, a deadline in the
+     * past in practice. A year is as good as forever here. */
+    if (ms > SRV_MAX_DEADLINE_MS)
+        ms = SRV_MAX_DEADLINE_MS;
     return ms > 0 ? hs_now_ns() + ms * 1000000 : 0;
 }
 
