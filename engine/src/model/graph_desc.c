@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "model/model_desc.h"
+#include "model/name_index.h"
 
 /* How an op of the graph block is checked: its argument count (-1: one or
  * more) and the attrs it accepts. */
@@ -84,14 +85,12 @@ static const hs_dtype k_dtype_vals[] = {HS_F32, HS_S32, HS_PRED};
 typedef struct names {
     int n;
     const char **v; /* NULL-terminated for js_closest */
+    hs__name_index ix; /* name -> position in v */
 } names;
 
 static int names_find(const names *ns, const char *s)
 {
-    for (int i = 0; i < ns->n; i++)
-        if (strcmp(ns->v[i], s) == 0)
-            return i;
-    return -1;
+    return hs__name_index_get(&ns->ix, s);
 }
 
 static bool valid_identifier(const char *s)
@@ -118,6 +117,7 @@ static bool add_name(js_walker *w, names *ns, const char *name,
                        "the name \"%s\" is already used (by \"x\", a param "
                        "or an earlier op)",
                        name);
+    hs__name_index_put(&ns->ix, name, ns->n);
     ns->v[ns->n++] = name;
     ns->v[ns->n] = NULL;
     return true;
@@ -399,6 +399,8 @@ static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
              add_name(w, ns, name, "name");
         if (ok) {
             g->name = ns->v[ns->n - 1] = hs_arena_strdup(a, name);
+            if (g->name) /* the index keeps the copy, not the JSON's text */
+                hs__name_index_put(&ns->ix, g->name, ns->n - 1);
             g->path = hs_arena_strdup(a, w->path);
             g->kind = r->kind;
             g->opcode = r->opcode;
@@ -417,30 +419,33 @@ bool hs_graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
     const json_t *ops = json_object_get(obj, "ops");
     size_t cap = 2 + (json_is_object(ps) ? json_object_size(ps) : 0) +
                  (json_is_array(ops) ? json_array_size(ops) : 0);
-    names ns = {0, hs_arena_alloc(a, cap * sizeof(const char *))};
-    if (!ns.v)
+    names ns = {0, hs_arena_alloc(a, cap * sizeof(const char *)), {0}};
+    if (!ns.v || !hs__name_index_init(&ns.ix, cap))
         return js_fail(w, HS_ERR_NOMEM, NULL, "out of host memory");
+    hs__name_index_put(&ns.ix, "x", ns.n);
     ns.v[ns.n++] = "x";
     ns.v[ns.n] = NULL;
-    if (!parse_params(w, obj, a, limits, blk, &ns) ||
-        !parse_ops(w, obj, a, limits, blk, &ns))
-        return false;
-    const char *out;
-    if (!js_get_string(w, obj, "output", false, NULL, &out))
-        return false;
-    if (!out) /* the last op by default */
+    bool ok = parse_params(w, obj, a, limits, blk, &ns) &&
+              parse_ops(w, obj, a, limits, blk, &ns);
+    const char *out = NULL;
+    ok = ok && js_get_string(w, obj, "output", false, NULL, &out);
+    if (ok && !out) /* the last op by default */
         out = blk->ops[blk->n_ops - 1].name;
-    if (names_find(&ns, out) < 0) {
+    if (ok && names_find(&ns, out) < 0) {
         const char *near = js_closest(out, ns.v);
         if (near)
-            return js_fail(w, HS_ERR_INVALID, "output",
-                           "unknown output \"%s\" (did you mean \"%s\"?)",
-                           out, near);
-        return js_fail(w, HS_ERR_INVALID, "output",
-                       "unknown output \"%s\"; it names \"x\", a param or an "
-                       "op",
-                       out);
+            ok = js_fail(w, HS_ERR_INVALID, "output",
+                         "unknown output \"%s\" (did you mean \"%s\"?)",
+                         out, near);
+        else
+            ok = js_fail(w, HS_ERR_INVALID, "output",
+                         "unknown output \"%s\"; it names \"x\", a param or "
+                         "an op",
+                         out);
     }
+    hs__name_index_free(&ns.ix);
+    if (!ok)
+        return false;
     blk->output = hs_arena_strdup(a, out);
     size_t mark = js_push_key(w, "output");
     blk->output_path = hs_arena_strdup(a, w->path);

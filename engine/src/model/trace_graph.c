@@ -7,26 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/name_index.h"
 #include "model/params.h"
 #include "model/trace_blocks.h"
 
+/* The values of the block's names so far ("x", params, ops). */
 typedef struct graph_env {
     int n;
-    const char **names;
+    hs__name_index ix; /* name -> position in values */
     hs_instruction **values;
 } graph_env;
 
 static hs_instruction *env_get(const graph_env *env, const char *name)
 {
-    for (int i = env->n - 1; i >= 0; i--)
-        if (strcmp(env->names[i], name) == 0)
-            return env->values[i];
-    return NULL;
+    int i = hs__name_index_get(&env->ix, name);
+    return i >= 0 ? env->values[i] : NULL;
 }
 
 static void env_put(graph_env *env, const char *name, hs_instruction *v)
 {
-    env->names[env->n] = name;
+    hs__name_index_put(&env->ix, name, env->n);
     env->values[env->n++] = v;
 }
 
@@ -221,10 +221,9 @@ hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
                                hs_instruction *x)
 {
     size_t cap = 1 + (size_t)blk->n_gparams + (size_t)blk->n_ops;
-    graph_env env = {0, malloc(cap * sizeof(const char *)),
-                     malloc(cap * sizeof(hs_instruction *))};
+    graph_env env = {0, {0}, malloc(cap * sizeof(hs_instruction *))};
     hs_instruction *out = NULL;
-    if (!env.names || !env.values) {
+    if (!hs__name_index_init(&env.ix, cap) || !env.values) {
         hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
         goto done;
     }
@@ -260,7 +259,7 @@ hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
     }
     out = env_get(&env, blk->output);
 done:
-    free(env.names);
+    hs__name_index_free(&env.ix);
     free(env.values);
     return out;
 }
