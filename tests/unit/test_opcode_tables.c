@@ -17,6 +17,7 @@
 #include "autodiff/autodiff_internal.h"
 #include "device/device_internal.h"
 #include "hloscope/hs_device.h"
+#include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_infer.h"
 #include "hloscope/hs_tensor.h"
 
@@ -126,12 +127,57 @@ static void unexecutable_opcode_is_refused_with_its_reason(void **state)
     assert_true(refused >= 10);
 }
 
+/* Everything that blocks a run is found at once, before any argument is
+ * made, counted by kind, most frequent first. */
+static void device_check_lists_every_blocker_up_front(void **state)
+{
+    (void)state;
+    const char *text =
+        "HloModule blocked\n"
+        "cmp {\n"
+        "  a = f32[] parameter(0)\n"
+        "  b = f32[] parameter(1)\n"
+        "  ROOT lt = pred[] compare(a, b), direction=LT\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = bf16[8] parameter(0)\n"
+        "  y = bf16[8] negate(x)\n"
+        "  z = f32[8] convert(y)\n"
+        "  s1 = f32[8] sort(z), dimensions={0}, to_apply=cmp\n"
+        "  s2 = f32[8] sort(s1), dimensions={0}, to_apply=cmp\n"
+        "  ROOT w = f32[8] add(s2, z)\n"
+        "}\n";
+    hs_error e;
+    hs_error_clear(&e);
+    hs_module *m = hs_hlo_parse(text, strlen(text), &e);
+    assert_non_null(m);
+    hs_error_clear(&e);
+    assert_int_equal(hs_device_check(m, &e), HS_ERR_UNSUPPORTED);
+    /* x, y and z touch bf16; two sorts; the rest runs. */
+    assert_string_equal(e.message,
+                        "5 instructions cannot be executed on the emulated "
+                        "device: element type 'bf16' x3 (first: x); opcode "
+                        "'sort' (sort has no kernel yet) x2 (first: s1)");
+    assert_string_equal(e.instruction, "x");
+    hs_module_free(m);
+
+    const char *ok = "HloModule fine\n"
+                     "ENTRY e {\n"
+                     "  x = f32[8] parameter(0)\n"
+                     "  ROOT y = f32[8] negate(x)\n"
+                     "}\n";
+    m = hs_hlo_parse(ok, strlen(ok), &e);
+    assert_int_equal(hs_device_check(m, &e), HS_OK);
+    hs_module_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_opcode_is_handled_or_says_why),
         cmocka_unit_test(every_executed_opcode_is_costed),
         cmocka_unit_test(unexecutable_opcode_is_refused_with_its_reason),
+        cmocka_unit_test(device_check_lists_every_blocker_up_front),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

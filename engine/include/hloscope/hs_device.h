@@ -121,6 +121,15 @@ typedef struct hs_run_options {
     atomic_bool *cancel;
 } hs_run_options;
 
+/* Everything in m the device cannot execute, found without allocating
+ * anything, so a caller can refuse a run before it makes the arguments:
+ * HS_OK, or the status of the most frequent blocker with a message that
+ * counts each kind, most frequent first ("2006 instructions cannot be
+ * executed on the emulated device: element type 'bf16' x1980 (first:
+ * param.1); opcode 'sort' (sort has no kernel yet) x2 (first: sort.7)")
+ * and err->instruction naming the first instruction of that kind. */
+hs_status hs_device_check(const hs_module *m, hs_error *err);
+
 /* Runs the entry computation of m with args[i] bound to parameter(i).
  * Outputs are the leaves of the root's (possibly tuple) shape in order,
  * returned as newly allocated tensors in *outputs (an array of *n_outputs

@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "device/device_internal.h"
@@ -174,6 +175,104 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
         break;
     }
     return HS_OK;
+}
+
+/* ---- what blocks a run ----------------------------------------------------- */
+
+enum { MAX_KINDS = 32, SHOWN_KINDS = 6 };
+
+typedef struct blocker {
+    char what[256];
+    int64_t count;
+    const char *first; /* the first instruction it blocks */
+    hs_status status;
+} blocker;
+
+/* The part of a refusal after "instruction NAME: ", without the common
+ * tail, so that refusals of the same kind compare equal. */
+static void kind_of(const char *message, const char *name, char *what,
+                    size_t size)
+{
+    const char *p = message;
+    size_t n = strlen(name);
+    if (strncmp(p, "instruction ", 12) == 0 && strncmp(p + 12, name, n) == 0 &&
+        strncmp(p + 12 + n, ": ", 2) == 0)
+        p += 14 + n;
+    size_t len = strlen(p);
+    if (len >= size)
+        len = size - 1;
+    memcpy(what, p, len);
+    what[len] = '\0';
+    char *tail = strstr(what, " cannot be executed on the emulated device");
+    if (tail)
+        memmove(tail, tail + 42, strlen(tail + 42) + 1);
+}
+
+static int by_count(const void *a, const void *b)
+{
+    const blocker *x = a, *y = b;
+    return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+hs_status hs_device_check(const hs_module *m, hs_error *err)
+{
+    if (!m)
+        return hs_error_set(err, HS_ERR_INVALID, "device check: no module");
+    blocker kinds[MAX_KINDS];
+    int n_kinds = 0;
+    int64_t total = 0, other = 0;
+    hs_error e;
+    dev_ctx x = {.m = m, .err = &e};
+    for (int c = 0; c < m->n_comps; c++) {
+        const hs_computation *comp = m->comps[c];
+        for (int k = 0; comp && k < comp->n_instrs; k++) {
+            const hs_instruction *in = comp->instrs[k];
+            hs_error_clear(&e);
+            if (check_instruction(&x, in) == HS_OK)
+                continue;
+            total++;
+            char what[256];
+            kind_of(e.message, in->name, what, sizeof what);
+            int j = 0;
+            while (j < n_kinds && strcmp(kinds[j].what, what) != 0)
+                j++;
+            if (j == n_kinds && n_kinds == MAX_KINDS) {
+                other++;
+                continue;
+            }
+            if (j == n_kinds) {
+                memcpy(kinds[j].what, what, sizeof what);
+                kinds[j].count = 0;
+                kinds[j].first = in->name;
+                kinds[j].status = e.status;
+                n_kinds++;
+            }
+            kinds[j].count++;
+        }
+    }
+    if (total == 0)
+        return HS_OK;
+    qsort(kinds, (size_t)n_kinds, sizeof kinds[0], by_count);
+    char msg[sizeof err->message];
+    size_t len = (size_t)snprintf(msg, sizeof msg,
+                                  "%lld instruction%s cannot be executed on "
+                                  "the emulated device:",
+                                  (long long)total, total == 1 ? "" : "s");
+    for (int j = 0; j < n_kinds && j < SHOWN_KINDS && len < sizeof msg; j++)
+        len += (size_t)snprintf(msg + len, sizeof msg - len,
+                                "%s %s x%lld (first: %s)", j ? ";" : "",
+                                kinds[j].what, (long long)kinds[j].count,
+                                kinds[j].first);
+    if ((n_kinds > SHOWN_KINDS || other) && len < sizeof msg)
+        snprintf(msg + len, sizeof msg - len, "; and %lld more",
+                 (long long)(other + (n_kinds > SHOWN_KINDS
+                                          ? n_kinds - SHOWN_KINDS
+                                          : 0)));
+    hs_error_set(err, kinds[0].status, "%s", msg);
+    if (err)
+        snprintf(err->instruction, sizeof err->instruction, "%s",
+                 kinds[0].first);
+    return kinds[0].status;
 }
 
 /* Pointer -> instruction index, open addressing. */
