@@ -13,6 +13,8 @@
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_passes.h"
+#include "device/device_internal.h"
+#include "passes/passes_internal.h"
 #include "hlo_test_helpers.h"
 
 /* Runs one built-in pass; returns whether it changed the module, and
@@ -266,6 +268,26 @@ static void folded_constants_have_the_executed_bits(void **state)
         hs_module_free(run_m);
         hs_module_free(fold_m);
     }
+}
+
+/* The folding table (passes/fold.c) folds only what the device runs: a
+ * folded value is an executed value, so there must be a kernel to agree
+ * with. Walks HS_OPCODE_LIST. */
+static void every_folded_opcode_runs_on_the_device(void **state)
+{
+    (void)state;
+    int folded = 0;
+#define HS_X(e, n, a, c, f)                                                \
+    if (hs__fold_has_rule(HS_OP_##e)) {                                    \
+        if (!dev_kernel_entry_of(HS_OP_##e)->kernel)                       \
+            fail_msg("%s folds but the device does not run it: %s", n,     \
+                     dev_kernel_entry_of(HS_OP_##e)->not_run);             \
+        folded++;                                                          \
+    }
+    HS_OPCODE_LIST(HS_X)
+#undef HS_X
+    /* the element-wise ops, reshape, transpose and broadcast */
+    assert_true(folded >= 30);
 }
 
 static void simplify_keeps_broadcast_of_scalar_constant(void **state)
@@ -755,6 +777,7 @@ int main(void)
         cmocka_unit_test(simplify_collapses_negates_reshapes_and_transposes),
         cmocka_unit_test(simplify_folds_small_constants),
         cmocka_unit_test(folded_constants_have_the_executed_bits),
+        cmocka_unit_test(every_folded_opcode_runs_on_the_device),
         cmocka_unit_test(simplify_keeps_broadcast_of_scalar_constant),
         cmocka_unit_test(cse_merges_identical_dots),
         cmocka_unit_test(cse_keeps_different_attributes_and_rng),
