@@ -18,6 +18,7 @@
 
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_program.h"
 #include "hloscope/hs_steps.h"
 #include "http.h"
 
@@ -53,36 +54,30 @@ bool api_id_valid(const char *s);
 
 /* ---- programs ------------------------------------------------------------ */
 
-struct hs_train_step;
-
+/* A request's program (hs_program.h): the engine traces or parses the body,
+ * compiles it and keeps its buffer assignment, estimate and memory check;
+ * the server adds its policy (size and run limits, deadline, cache). */
 typedef struct api_program {
-    hs_model *model;      /* model body */
-    /* ?mode=train: the model's training step (forward, backward and
-     * optimizer update in one module, built from model; owned). Its module
-     * is the program's module: api_program_traced returns it. */
-    struct hs_train_step *train;
-    hs_module *hlo;       /* {"hlo": ...} body */
-    hs_tensor **hlo_args; /* run of an HLO body */
-    int n_hlo_args;
-    hs_metrics *metrics;  /* per request: TraceTime, CompileTime, ... */
+    hs_program *prog;   /* owned; NULL until built */
+    /* prog's executable and device name, for the result handlers */
     hs_executable *exe;
     char device[64];
-    bool cache_hit;       /* the compile cache answered */
 } api_program;
 
 /* Traces or parses body with query's overrides and compiles it (cache and
  * deadline from s and deadline_ns). With "mode": "train" in query the
- * program is the model's training step (hs_train_step_build), planned for
- * the request's device. for_run also draws weights and
- * arguments, after checking that the run fits the server's run limits. */
+ * program is the model's training step. for_run also checks that the run
+ * fits the server's run limits (on the program's estimate, before any
+ * tensor exists) and then draws weights and arguments. */
 int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
                       int64_t deadline_ns, api_program *p, hs_error *e);
 const hs_module *api_program_traced(const api_program *p);
 void api_program_free(api_program *p);
-
-/* FLOPs and bytes one execution of m touches (while bodies times their
- * known trip counts), the estimate the run limits are checked against. */
-void api_cost_estimate(const hs_module *m, double *flops, double *bytes);
+/* The run limits (--max-run-flops, --max-run-bytes) against `runs`
+ * executions of prog as its estimate costs them (a model's weights
+ * added once); what is the work called in the message. */
+int api_check_run_limits(srv *s, hs_program *prog, double runs, const char *what,
+                         hs_error *e);
 
 /* ---- results ------------------------------------------------------------- */
 
@@ -95,9 +90,12 @@ void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
 /* The compile summary of p (ids and links included). */
 json_t *api_summary_compile(const api_request *ar, const api_program *p);
 json_t *api_metrics_json(const api_program *p);
+/* Device memory of a compiled program: its buffer assignment (peak per
+ * memory space, stats, live ranges with timeline). */
+json_t *api_program_memory_json(const api_program *p, bool timeline);
 json_t *api_links(const char *id, const char *endpoint);
-/* Device memory of a compiled module: buffer assignment when the build
- * has it (peak per memory space, stats, live ranges). */
+/* The same for a module alone (assigns its buffers again; prefer
+ * api_program_memory_json). */
 json_t *api_memory_json(const hs_module *m, const char *device, bool timeline);
 json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
                     hs_error *e);

@@ -1,7 +1,8 @@
 /* api_compare.c - POST /v1/compare: two variants of one model compiled
  * side by side. Each variant is also a compile result of its own (its id
  * is the one POST /v1/compile?<variant> gives), so its graphs and HLO are
- * one link away; the comparison adds ratios and an instruction diff. */
+ * one link away; the comparison adds ratios and the engine's instruction
+ * diff of the two optimized modules. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,89 +29,42 @@ static json_t *instr_json(const hs_instruction *in)
                      in->parent ? in->parent->name : "");
 }
 
-static void append_capped(json_t *list, json_t *item, bool *truncated)
+/* The engine's diff of the two optimized modules (hs_module_diff_compute)
+ * as JSON, each list cut at DIFF_LIST_MAX. */
+static json_t *diff_json(const hs_module *a, const hs_module *b)
 {
-    if (json_array_size(list) < DIFF_LIST_MAX)
-        json_array_append_new(list, item);
-    else {
-        json_decref(item);
-        *truncated = true;
-    }
-}
-
-/* Instructions matched by name across all computations: added (only in
- * b), removed (only in a), changed (opcode or shape differ), and the
- * opcode histogram of both. */
-static json_t *diff_modules(const hs_module *a, const hs_module *b)
-{
-    json_t *index = json_object(); /* name -> instruction of a (as int) */
-    json_t *opcodes = json_object();
-    int64_t n_added = 0, n_removed = 0, n_changed = 0, n_same = 0;
+    hs_module_diff d;
+    hs_error e;
+    hs_error_clear(&e);
+    if (hs_module_diff_compute(a, b, &d, &e) != HS_OK)
+        return json_pack("{s:s}", "error", e.message);
     json_t *added = json_array(), *removed = json_array(), *changed = json_array();
-    bool truncated = false;
-    const hs_module *mods[2] = {a, b};
-    for (int side = 0; side < 2; side++)
-        for (int c = 0; c < mods[side]->n_comps; c++) {
-            const hs_computation *comp = mods[side]->comps[c];
-            for (int k = 0; k < comp->n_instrs; k++) {
-                const hs_instruction *in = comp->instrs[k];
-                const char *op = hs_opcode_name(in->opcode);
-                json_t *row = json_object_get(opcodes, op);
-                if (!row) {
-                    row = json_pack("{s:i, s:i}", "a", 0, "b", 0);
-                    json_object_set_new(opcodes, op, row);
-                }
-                const char *k_side = side ? "b" : "a";
-                json_object_set_new(row, k_side,
-                                    json_integer(json_integer_value(
-                                                     json_object_get(row, k_side)) +
-                                                 1));
-                if (side == 0)
-                    json_object_set_new(index, in->name,
-                                        json_integer((json_int_t)(intptr_t)in));
-            }
-        }
-    for (int c = 0; c < b->n_comps; c++) {
-        const hs_computation *comp = b->comps[c];
-        for (int k = 0; k < comp->n_instrs; k++) {
-            const hs_instruction *in = comp->instrs[k];
-            json_t *match = json_object_get(index, in->name);
-            if (!match) {
-                n_added++;
-                append_capped(added, instr_json(in), &truncated);
-                continue;
-            }
-            const hs_instruction *old =
-                (const hs_instruction *)(intptr_t)json_integer_value(match);
-            json_object_del(index, in->name);
-            if (old->opcode != in->opcode ||
-                !hs_shape_compatible(&old->shape, &in->shape)) {
-                n_changed++;
-                append_capped(changed,
-                              json_pack("{s:s, s:o, s:o}", "name", in->name, "a",
-                                        instr_json(old), "b", instr_json(in)),
-                              &truncated);
-            } else {
-                n_same++;
-            }
-        }
-    }
-    const char *name;
-    json_t *v;
-    json_object_foreach(index, name, v)
-    {
-        n_removed++;
-        append_capped(removed,
-                      instr_json((const hs_instruction *)(intptr_t)json_integer_value(v)),
-                      &truncated);
-    }
-    json_decref(index);
-    return json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:b, s:o}",
-                     "stage", "optimized", "counts", "added", (json_int_t)n_added,
-                     "removed", (json_int_t)n_removed, "changed",
-                     (json_int_t)n_changed, "unchanged", (json_int_t)n_same,
-                     "added", added, "removed", removed, "changed", changed,
-                     "truncated", truncated, "opcodes", opcodes);
+    json_t *opcodes = json_object();
+    for (int64_t k = 0; k < d.n_added && k < DIFF_LIST_MAX; k++)
+        json_array_append_new(added, instr_json(d.added[k]));
+    for (int64_t k = 0; k < d.n_removed && k < DIFF_LIST_MAX; k++)
+        json_array_append_new(removed, instr_json(d.removed[k]));
+    for (int64_t k = 0; k < d.n_changed && k < DIFF_LIST_MAX; k++)
+        json_array_append_new(changed,
+                              json_pack("{s:s, s:o, s:o}", "name", d.changed_b[k]->name,
+                                        "a", instr_json(d.changed_a[k]), "b",
+                                        instr_json(d.changed_b[k])));
+    for (int op = 0; op < HS_OP_COUNT; op++)
+        if (d.opcodes_a[op] || d.opcodes_b[op])
+            json_object_set_new(opcodes, hs_opcode_name((hs_opcode)op),
+                                json_pack("{s:I, s:I}", "a", (json_int_t)d.opcodes_a[op],
+                                          "b", (json_int_t)d.opcodes_b[op]));
+    bool truncated = d.n_added > DIFF_LIST_MAX || d.n_removed > DIFF_LIST_MAX ||
+                     d.n_changed > DIFF_LIST_MAX;
+    json_t *o = json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:b, s:o}",
+                          "stage", "optimized", "counts", "added",
+                          (json_int_t)d.n_added, "removed", (json_int_t)d.n_removed,
+                          "changed", (json_int_t)d.n_changed, "unchanged",
+                          (json_int_t)d.n_unchanged, "added", added, "removed",
+                          removed, "changed", changed, "truncated", truncated,
+                          "opcodes", opcodes);
+    hs_module_diff_free(&d);
+    return o;
 }
 
 static double ratio(json_t *a, json_t *b)
@@ -196,8 +150,7 @@ json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
         out = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id", ar->id,
                         "endpoint", "compare", "a", side[0], "b", side[1],
                         "ratios", ratios, "diff",
-                        diff_modules(hs_executable_module(p[0].exe),
-                                     hs_executable_module(p[1].exe)),
+                        diff_json(p[0].prog->optimized, p[1].prog->optimized),
                         "links", api_links(ar->id, "compare"));
         side[0] = side[1] = NULL;
     }

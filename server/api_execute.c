@@ -55,9 +55,6 @@ static json_t *stats_json(const hs_run_stats *st)
                      "wall_seconds", st->wall_seconds);
 }
 
-/* The model's "train" section: build the step module (autodiff), compile
- * it through the cache, check the run limits for all steps, and run them.
- * Returns the "train" object, or NULL with *e set. */
 /* Simulated device seconds of each step, for /steps.json. */
 static void record_step(int64_t step, float loss, const hs_run_stats *st, void *user)
 {
@@ -65,62 +62,40 @@ static void record_step(int64_t step, float loss, const hs_run_stats *st, void *
     json_array_append_new(user, json_real(st->sim_seconds));
 }
 
-static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
-                           int64_t deadline_ns, hs_run_stats *last, hs_error *e)
+/* The model's training: with ?mode=train the program is the step already;
+ * otherwise the engine builds and compiles the step from the forward
+ * program's model (hs_program_train_step: through the shared cache, against
+ * the device's HBM, so a step that cannot fit fails with XLA's report
+ * before it runs). The run limits are checked for all steps on the step's
+ * estimate, then the steps run. Returns the "train" object, or NULL with
+ * *e set. */
+static json_t *train_steps(srv *s, api_program *p, int64_t deadline_ns,
+                           hs_run_stats *last, hs_error *e)
 {
-    /* ?mode=train: the program is the step, built and compiled already. */
-    bool own = p->train == NULL;
-    int64_t t_build = hs_now_ns();
-    hs_train_step *ts = own ? hs_train_step_build(p->model, NULL, e) : p->train;
-    if (!ts)
-        return NULL;
-    double build_s = own ? (double)(hs_now_ns() - t_build) * 1e-9
-                         : (double)hs_metrics_timing(p->metrics, HS_METRIC_TRACE_TIME)
-                                   .total_ns *
-                               1e-9;
-    hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = p->device;
-    co.cancel = &s->cancel;
-    /* A step that cannot fit the device fails at compile time, with XLA's
-     * out-of-memory report, rather than part-way through the run. */
-    co.hbm_bytes = HS_HBM_FROM_DEVICE;
-    if (deadline_ns > 0) {
-        co.timeout_ms = (deadline_ns - hs_now_ns()) / 1000000;
-        if (co.timeout_ms <= 0) {
-            if (own)
-                hs_train_step_free(ts);
+    hs_program *fwd = p->prog, *step = fwd;
+    if (!fwd->train) {
+        hs_program_options o = fwd->options;
+        o.train = true;
+        o.deadline_ns = deadline_ns;
+        if (deadline_ns > 0 && hs_now_ns() >= deadline_ns) {
             hs_error_set(e, HS_ERR_CANCELLED, "deadline exceeded before training");
             return NULL;
         }
+        step = hs_program_train_step(fwd, &o, e);
+        if (!step)
+            return NULL;
+        srv_metrics_compile_cache(s->metrics, step->cache_hit ? 1 : 0,
+                                  step->cache_hit ? 0 : 1);
     }
-    hs_executable *exe = NULL;
     json_t *out = NULL, *step_sim = json_array();
-    bool step_cached = p->cache_hit;
-    if (own) {
-        int64_t hits = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE);
-        if (hs_compile(ts->module, &co, s->compile_cache, p->metrics, &exe, e) != HS_OK)
-            goto done;
-        step_cached = hs_metrics_counter(p->metrics, HS_METRIC_CACHED_COMPILE) > hits;
-        srv_metrics_compile_cache(s->metrics, step_cached ? 1 : 0, step_cached ? 0 : 1);
-    } else {
-        exe = hs_executable_retain(p->exe);
-    }
-    double flops, bytes, steps = (double)p->model->train.steps;
-    api_cost_estimate(hs_executable_module(exe), &flops, &bytes);
-    if (flops * steps > s->cfg.limits.max_run_flops ||
-        bytes * steps > s->cfg.limits.max_run_bytes) {
-        hs_error_set(e, HS_ERR_LIMIT,
-                     "%g training steps would execute about %.3g FLOPs and touch "
-                     "%.3g bytes, above the limits (--max-run-flops %.3g, "
-                     "--max-run-bytes %.3g)",
-                     steps, flops * steps, bytes * steps, s->cfg.limits.max_run_flops,
-                     s->cfg.limits.max_run_bytes);
+    double steps = (double)fwd->model->train.steps;
+    char what[64];
+    snprintf(what, sizeof what, "%g training steps", steps);
+    if (api_check_run_limits(s, step, steps, what, e) != 0)
         goto done;
-    }
     hs_train_run_options o;
     memset(&o, 0, sizeof o);
-    o.module = hs_executable_module(exe);
+    o.module = step->optimized;
     o.on_step = record_step;
     o.user = step_sim;
     o.deadline_ns = deadline_ns;
@@ -128,33 +103,44 @@ static json_t *train_steps(srv *s, api_program *p, const hs_device_spec *spec,
     hs_train_result r;
     memset(&r, 0, sizeof r);
     int64_t t0 = hs_now_ns();
-    if (hs_train_run(ts, spec, &o, &r, e) != HS_OK)
+    if (hs_program_materialize(fwd, e) != HS_OK ||
+        hs_train_run(step->train, fwd->device, &o, &r, e) != HS_OK)
         goto done;
-    hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
+    hs_metrics_record_time(fwd->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
     json_t *losses = json_array();
     for (int64_t k = 0; k < r.steps; k++)
         json_array_append_new(losses, json_real(r.losses[k]));
+    hs_timing build = hs_metrics_timing(step->metrics, HS_METRIC_TRACE_TIME);
     out = json_pack("{s:I, s:o, s:I, s:f, s:f, s:s, s:O, s:o, s:o}", "steps",
                     (json_int_t)r.steps, "losses", losses, "step_instructions",
-                    (json_int_t)hs_module_instruction_count(hs_executable_module(exe)),
-                    "build_seconds", build_s, "compile_seconds",
-                    (double)hs_executable_report(exe)->total_ns * 1e-9, "compile_cache",
-                    step_cached ? "hit" : "miss", "step_sim_seconds", step_sim,
-                    "last_step", stats_json(&r.last), "total", stats_json(&r.total));
+                    (json_int_t)hs_module_instruction_count(step->optimized),
+                    "build_seconds", (double)build.total_ns * 1e-9, "compile_seconds",
+                    (double)hs_executable_report(step->exe)->total_ns * 1e-9,
+                    "compile_cache", step->cache_hit ? "hit" : "miss",
+                    "step_sim_seconds", step_sim, "last_step", stats_json(&r.last),
+                    "total", stats_json(&r.total));
     if (last)
         *last = r.last;
     hs_train_result_free(&r);
 done:
     json_decref(step_sim);
-    hs_executable_release(exe);
-    if (own)
-        hs_train_step_free(ts);
+    if (step != fwd) {
+        /* The step's compile counters belong to the request's metrics. */
+        hs_metrics_counter_add(fwd->metrics, HS_METRIC_CACHED_COMPILE,
+                               hs_metrics_counter(step->metrics, HS_METRIC_CACHED_COMPILE));
+        hs_metrics_counter_add(fwd->metrics, HS_METRIC_UNCACHED_COMPILE,
+                               hs_metrics_counter(step->metrics, HS_METRIC_UNCACHED_COMPILE));
+        hs_timing ct = hs_metrics_timing(step->metrics, HS_METRIC_COMPILE_TIME);
+        if (ct.count)
+            hs_metrics_record_time(fwd->metrics, HS_METRIC_COMPILE_TIME, ct.total_ns);
+        hs_program_free(step);
+    }
     return out;
 }
 
 /* Executes p on its device and adds "run" and "outputs" to sum. The run
- * stops at the request's deadline (HS_ERR_CANCELLED -> 503), and the run
- * limits (--max-run-flops, --max-run-bytes) refuse long runs up front. */
+ * stops at the request's deadline (HS_ERR_CANCELLED -> 503); the run
+ * limits were checked when the program was built. */
 static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
                        hs_error *e)
 {
@@ -163,13 +149,13 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
                      "deadline exceeded before running (limit --deadline-ms or ?timeout_ms)");
         return -1;
     }
-    const hs_device_spec *spec = hs_device_find(p->device);
-    if (p->train) {
+    hs_program *prog = p->prog;
+    if (prog->train) {
         /* ?mode=train: the program is the training step; running it is
          * training: "train" has the losses, "run" the last step. */
         hs_run_stats last;
         memset(&last, 0, sizeof last);
-        json_t *t = train_steps(s, p, spec, deadline_ns, &last, e);
+        json_t *t = train_steps(s, p, deadline_ns, &last, e);
         if (!t)
             return -1;
         json_object_set_new(sum, "train", t);
@@ -177,51 +163,27 @@ static int run_program(srv *s, api_program *p, json_t *sum, int64_t deadline_ns,
         json_object_set_new(sum, "outputs", json_array());
         return 0;
     }
-    hs_tensor **args = p->hlo_args;
-    int n_args = p->n_hlo_args;
-    if (p->model) {
-        args = malloc(sizeof(hs_tensor *) * (size_t)(p->model->n_params + 1));
-        n_args = args ? hs_model_args(p->model, args, p->model->n_params + 1) : -1;
-        if (n_args < 0) {
-            free(args);
-            hs_error_set(e, HS_ERR_NOMEM, "model arguments are not available");
-            return -1;
-        }
-    }
     hs_tensor **outs = NULL;
     int n_outs = 0;
     hs_run_stats st;
     memset(&st, 0, sizeof st);
-    int64_t t0 = hs_now_ns();
     hs_run_options ro = {.deadline_ns = deadline_ns > 0 ? deadline_ns : 0,
                          .cancel = &s->cancel}; /* set at shutdown */
-    hs_status rc = hs_device_run_ex(hs_executable_module(p->exe), spec, args, n_args,
-                                    &outs, &n_outs, &ro, &st, e);
-    hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
-    if (p->model)
-        free(args);
-    if (rc != HS_OK)
+    if (hs_program_run(prog, &ro, &outs, &n_outs, &st, e) != HS_OK)
         return -1;
     json_t *o = json_array();
     for (int k = 0; k < n_outs; k++)
         json_array_append_new(o, output_json(outs[k]));
     hs_tensors_free(outs, n_outs);
     json_object_set_new(sum, "outputs", o);
-    json_object_set_new(
-        sum, "run",
-        json_pack("{s:f, s:f, s:f, s:I, s:I, s:I, s:f}", "sim_seconds",
-                  st.sim_seconds, "flops", st.flops, "bytes_accessed",
-                  st.bytes_accessed, "instructions", (json_int_t)st.instructions,
-                  "peak_device_bytes", (json_int_t)st.peak_device_bytes,
-                  "peak_host_bytes", (json_int_t)st.peak_host_bytes,
-                  "wall_seconds", st.wall_seconds));
+    json_object_set_new(sum, "run", stats_json(&st));
     /* A model with a "train" section also trains; when its steps cannot be
      * built or run (an engine gap, a limit), the forward result stands and
      * "train" says why. */
-    if (p->model && p->model->train.enabled) {
+    if (prog->model && prog->model->train.enabled) {
         hs_error te;
         hs_error_clear(&te);
-        json_t *t = train_steps(s, p, spec, deadline_ns, NULL, &te);
+        json_t *t = train_steps(s, p, deadline_ns, NULL, &te);
         json_object_set_new(sum, "train", t ? t : srv_error_json(&te));
     }
     return 0;

@@ -99,8 +99,9 @@ void api_steps_key(const api_steps_params *p, char *out, size_t size)
              p->train ? "train" : "forward");
 }
 
-/* The run's model as JSON text with the residuals override folded in (as
- * api_program.c's load_model does); the other overrides go in options. */
+/* The run's model as JSON text with the residuals override folded in (the
+ * steps re-trace it from text every step, as a lazy-tensor frontend
+ * re-traces its Python); the other overrides go in options. */
 int api_steps_run(const char *request_text, const char *summary_text,
                   const api_steps_params *p, int64_t deadline_ns,
                   atomic_bool *cancel, hs_steps_result *r, hs_error *e)

@@ -79,37 +79,52 @@ static json_t *train_step_json(const hs_train_step *ts)
     return o;
 }
 
+/* The device's estimate of one execution (hs_device_estimate, the cost
+ * model the run's figures come from), or why there is none. */
+static json_t *estimate_json(hs_program *prog)
+{
+    hs_run_stats est;
+    hs_error e;
+    hs_error_clear(&e);
+    if (hs_program_estimate(prog, &est, &e) != HS_OK)
+        return json_pack("{s:s}", "error", e.message);
+    return json_pack("{s:f, s:f, s:f, s:I, s:s}", "flops", est.flops, "bytes",
+                     est.bytes_accessed, "sim_seconds", est.sim_seconds,
+                     "instructions", (json_int_t)est.instructions, "source",
+                     "device_estimate");
+}
+
 json_t *api_summary_compile(const api_request *ar, const api_program *p)
 {
-    const hs_module *traced = api_program_traced(p);
-    const hs_module *opt = hs_executable_module(p->exe);
-    const hs_compile_report *r = hs_executable_report(p->exe);
+    hs_program *prog = p->prog;
+    const hs_module *traced = prog->traced;
+    const hs_module *opt = prog->optimized;
+    const hs_model *model = prog->model;
+    const hs_compile_report *r = hs_executable_report(prog->exe);
     char out[256] = "", fp[32];
     hs_shape_print(&traced->entry->root->shape, true, out, sizeof out);
     snprintf(fp, sizeof fp, "%016llx",
-             (unsigned long long)hs_executable_fingerprint(p->exe));
-    hs_timing trace = hs_metrics_timing(p->metrics, HS_METRIC_TRACE_TIME);
-    double flops, bytes;
-    api_cost_estimate(opt, &flops, &bytes);
+             (unsigned long long)hs_executable_fingerprint(prog->exe));
+    hs_timing trace = hs_metrics_timing(prog->metrics, HS_METRIC_TRACE_TIME);
 
     json_t *o = json_object();
     json_object_set_new(o, "id", json_string(ar->id));
     json_object_set_new(o, "endpoint", json_string(ar->endpoint));
-    json_object_set_new(o, "input", json_string(p->model ? "model" : "hlo"));
+    json_object_set_new(o, "input", json_string(model ? "model" : "hlo"));
     json_object_set_new(o, "module", json_string(traced->name));
-    json_object_set_new(o, "device", json_string(p->device));
-    if (p->model) {
-        json_object_set_new(o, "loop", json_string(loop_name(p->model->loop)));
+    json_object_set_new(o, "device", json_string(prog->device->name));
+    if (model) {
+        json_object_set_new(o, "loop", json_string(loop_name(model->loop)));
         json_object_set_new(o, "residuals",
-                            json_string(hs_residuals_name(p->model->residuals)));
-        json_object_set_new(o, "layers", json_integer(p->model->n_layers));
-        json_object_set_new(o, "parameters", json_integer(p->model->n_params));
+                            json_string(hs_residuals_name(model->residuals)));
+        json_object_set_new(o, "layers", json_integer(model->n_layers));
+        json_object_set_new(o, "parameters", json_integer(model->n_params));
         json_object_set_new(o, "parameter_elements",
-                            json_integer(p->model->param_elements));
-        json_object_set_new(o, "mode", json_string(p->train ? "train" : "forward"));
+                            json_integer(model->param_elements));
+        json_object_set_new(o, "mode", json_string(prog->train ? "train" : "forward"));
     }
-    if (p->train)
-        json_object_set_new(o, "train_step", train_step_json(p->train));
+    if (prog->train)
+        json_object_set_new(o, "train_step", train_step_json(prog->train));
     json_object_set_new(o, "fingerprint", json_string(fp));
     json_object_set_new(o, "computations",
                         json_pack("{s:i, s:i}", "traced", traced->n_comps,
@@ -123,11 +138,10 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
     json_object_set_new(o, "output_shape", json_string(out));
     json_object_set_new(o, "trace_seconds", json_real((double)trace.total_ns * 1e-9));
     json_object_set_new(o, "compile_seconds", json_real((double)r->total_ns * 1e-9));
-    json_object_set_new(o, "compile_cache", json_string(p->cache_hit ? "hit" : "miss"));
+    json_object_set_new(o, "compile_cache", json_string(prog->cache_hit ? "hit" : "miss"));
     json_object_set_new(o, "pipeline", json_string(r->pipeline));
-    json_object_set_new(o, "estimate",
-                        json_pack("{s:f, s:f}", "flops", flops, "bytes", bytes));
-    json_t *mem = api_memory_json(opt, p->device, false);
+    json_object_set_new(o, "estimate", estimate_json(prog));
+    json_t *mem = api_program_memory_json(p, false);
     if (mem)
         json_object_set_new(o, "memory", mem);
     json_object_set_new(o, "links", api_links(ar->id, ar->endpoint));
@@ -136,20 +150,21 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
 
 json_t *api_metrics_json(const api_program *p)
 {
-    const hs_compile_report *r = hs_executable_report(p->exe);
+    hs_metrics *met = p->prog->metrics;
+    const hs_compile_report *r = hs_executable_report(p->prog->exe);
     json_t *passes = report_passes_json(r);
     char *report = hs_compile_report_format(r);
-    char *metrics = hs_metrics_format(p->metrics);
+    char *metrics = hs_metrics_format(met);
     json_t *counters = json_object(), *timings = json_object();
     static const char *const counter_names[] = {HS_METRIC_CACHED_COMPILE,
                                                 HS_METRIC_UNCACHED_COMPILE};
     for (int k = 0; k < 2; k++)
         json_object_set_new(counters, counter_names[k],
-                            json_integer(hs_metrics_counter(p->metrics, counter_names[k])));
+                            json_integer(hs_metrics_counter(met, counter_names[k])));
     static const char *const timing_names[] = {
         HS_METRIC_TRACE_TIME, HS_METRIC_COMPILE_TIME, HS_METRIC_EXECUTE_TIME};
     for (int k = 0; k < 3; k++) {
-        hs_timing t = hs_metrics_timing(p->metrics, timing_names[k]);
+        hs_timing t = hs_metrics_timing(met, timing_names[k]);
         if (t.count)
             json_object_set_new(timings, timing_names[k],
                                 json_pack("{s:I, s:f}", "count", (json_int_t)t.count,
@@ -213,7 +228,9 @@ static json_t *peak_json(const hs_buffer_assignment *ba, int space)
     return o;
 }
 
-json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
+/* The memory object of a summary or memory.json from an assignment. */
+static json_t *memory_json(const hs_buffer_assignment *ba, const char *device,
+                           bool timeline)
 {
     const hs_device_spec *spec = hs_device_find(device);
     json_t *o = json_object();
@@ -221,13 +238,6 @@ json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
         json_object_set_new(o, "capacity",
                             json_pack("{s:f, s:f}", "device_bytes", spec->hbm_bytes,
                                       "host_bytes", spec->host_bytes));
-    hs_error e;
-    hs_error_clear(&e);
-    hs_buffer_assignment *ba = hs_assign_buffers(m, &e);
-    if (!ba) {
-        json_object_set_new(o, "error", json_string(e.message));
-        return o;
-    }
     const hs_memory_stats *ms = hs_buffers_memory_stats(ba);
     json_object_set_new(o, "source", json_string("buffer_assignment"));
     json_object_set_new(o, "peak_device_bytes", json_integer(ms->device.peak_bytes));
@@ -247,6 +257,25 @@ json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
             json_array_append_new(bufs, buffer_json(&list[k]));
         json_object_set_new(o, "buffers", bufs);
     }
+    return o;
+}
+
+json_t *api_program_memory_json(const api_program *p, bool timeline)
+{
+    return memory_json(p->prog->buffers, p->prog->device->name, timeline);
+}
+
+json_t *api_memory_json(const hs_module *m, const char *device, bool timeline)
+{
+    hs_error e;
+    hs_error_clear(&e);
+    hs_buffer_assignment *ba = hs_assign_buffers(m, &e);
+    if (!ba) {
+        json_t *o = json_object();
+        json_object_set_new(o, "error", json_string(e.message));
+        return o;
+    }
+    json_t *o = memory_json(ba, device, timeline);
     hs_buffers_free(ba);
     return o;
 }

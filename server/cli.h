@@ -7,6 +7,7 @@
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_program.h"
 
 enum { HS_EXIT_OK = 0, HS_EXIT_RUNTIME = 1, HS_EXIT_USAGE = 2 };
 
@@ -42,25 +43,11 @@ typedef struct cli_args {
 /* Parses options; returns HS_EXIT_OK or HS_EXIT_USAGE (after saying why). */
 int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run);
 
-/* The program: a traced model or parsed HLO module(s), compiled. */
-typedef struct cli_program {
-    hs_model *model;      /* JSON input */
-    hs_module *hlo;       /* HLO input: the first (or only) module */
-    hs_module **more;     /* HLO input split with '// -----': the rest */
-    int n_more;
-    hs_tensor **hlo_args; /* HLO input: generated arguments */
-    int n_hlo_args;
-    hs_metrics *metrics;  /* TraceTime, CompileTime, ExecuteTime, counters */
-    hs_executable *exe;   /* the compiled first module */
-} cli_program;
-
-/* Loads FILE (trace or parse), then compiles it. shapes_only skips weights
- * and arguments (compile needs none). Returns 0, or -1 with *e set. */
-int cli_program_load(const cli_args *a, bool shapes_only, cli_program *p,
-                     hs_error *e);
-const hs_module *cli_program_traced(const cli_program *p);
-const char *cli_program_device(const cli_args *a, const cli_program *p);
-void cli_program_free(cli_program *p);
+/* Loads FILE (a model description, or HLO text for .hlo/.txt) and builds
+ * its program (hs_program.h) for the options' device and pipeline. for_run
+ * also draws weights and arguments and takes one HLO module; `compile`
+ * keeps the further modules of a split file as parsed. NULL with *e set. */
+hs_program *cli_program_load(const cli_args *a, bool for_run, hs_error *e);
 /* Prints "hloscope: FILE: where: message" and returns the exit status for
  * the error's class. */
 int cli_report_error(const char *file, const hs_error *e);
@@ -71,9 +58,7 @@ int cli_write_timeline(const char *path, const hs_memory_timeline *t,
                        const hs_device_spec *spec, const hs_run_stats *st,
                        hs_error *e);
 /* Trains the model after the forward run (cli_train.c); 0 or -1 with *e. */
-struct hs_device_spec;
-int cli_train(const cli_args *a, cli_program *p, const struct hs_device_spec *spec,
-              hs_error *e);
+int cli_train(const cli_args *a, hs_program *p, hs_error *e);
 /* `run --steps N` without --train, or any step-timeline option: re-traced
  * steps, goodput and MFU (cli_steps.c). */
 bool cli_steps_wanted(const cli_args *a);

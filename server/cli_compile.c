@@ -11,10 +11,10 @@
 #include "report_json.h"
 
 /* The compile result as JSON (jansson does the escaping). */
-static void print_json_summary(const cli_args *a, const cli_program *p)
+static void print_json_summary(const cli_args *a, const hs_program *p)
 {
-    const hs_module *traced = cli_program_traced(p);
-    const hs_module *opt = hs_executable_module(p->exe);
+    const hs_module *traced = p->traced;
+    const hs_module *opt = p->optimized;
     const hs_compile_report *r = hs_executable_report(p->exe);
     char out[256] = "", fp[32];
     hs_shape_print(&traced->entry->root->shape, true, out, sizeof out);
@@ -30,7 +30,7 @@ static void print_json_summary(const cli_args *a, const cli_program *p)
         "instructions", "traced", (json_int_t)hs_module_instruction_count(traced),
         "optimized", (json_int_t)hs_module_instruction_count(opt),
         "entry_parameters", traced->entry->n_params, "output_shape", out,
-        "device", cli_program_device(a, p), "trace_seconds",
+        "device", p->device->name, "trace_seconds",
         (double)trace.total_ns * 1e-9, "compile_seconds",
         (double)r->total_ns * 1e-9, "passes", passes);
     if (o && p->model) {
@@ -57,34 +57,30 @@ int hs_cli_compile(int argc, char **argv)
         return rc;
     hs_error e;
     hs_error_clear(&e);
-    cli_program p;
-    if (cli_program_load(&a, true, &p, &e) != 0) {
-        rc = cli_report_error(a.file, &e);
-        cli_program_free(&p);
-        return rc;
-    }
+    hs_program *p = cli_program_load(&a, false, &e);
+    if (!p)
+        return cli_report_error(a.file, &e);
     bool traced = strcmp(a.stage, "traced") == 0;
     if (strcmp(a.emit, "json") == 0) {
-        print_json_summary(&a, &p);
+        print_json_summary(&a, p);
     } else {
-        hs_hlo_fprint(traced ? cli_program_traced(&p) : hs_executable_module(p.exe),
-                      stdout);
+        hs_hlo_fprint(traced ? p->traced : p->optimized, stdout);
         /* Further modules of a split file are printed as parsed. */
-        for (int k = 1; k <= p.n_more; k++) {
+        for (int k = 0; k < p->n_more; k++) {
             printf("\n// -----\n\n");
-            hs_hlo_fprint(p.more[k], stdout);
+            hs_hlo_fprint(p->more[k], stdout);
         }
     }
     if (a.report) {
-        char *r = hs_compile_report_format(hs_executable_report(p.exe));
+        char *r = hs_compile_report_format(hs_executable_report(p->exe));
         fputs(r, stdout);
         free(r);
     }
     if (a.metrics) {
-        char *m = hs_metrics_format(p.metrics);
+        char *m = hs_metrics_format(p->metrics);
         fputs(m, stdout);
         free(m);
     }
-    cli_program_free(&p);
+    hs_program_free(p);
     return HS_EXIT_OK;
 }

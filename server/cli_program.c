@@ -1,5 +1,5 @@
-/* cli_program.c - loading FILE (trace a model or parse HLO) and compiling
- * it, shared by `compile` and `run`. */
+/* cli_program.c - FILE to a program (hs_program_build: trace a model or
+ * parse HLO, compile), shared by `compile` and `run`. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,9 +7,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "hloscope/hs_device.h"
 #include "hloscope/hs_file.h"
-#include "hloscope/hs_hlo_text.h"
 
 double cli_now_seconds(void)
 {
@@ -48,98 +46,28 @@ int cli_report_error(const char *file, const hs_error *e)
 
 
 
-static int parse_hlo(const char *file, bool shapes_only, cli_program *p,
-                     hs_error *e)
+hs_program *cli_program_load(const cli_args *a, bool for_run, hs_error *e)
 {
     size_t len;
-    char *text = hs_read_file(file, &len, e);
+    char *text = hs_read_file(a->file, &len, e);
     if (!text)
-        return -1;
-    hs_module **mods = NULL;
-    int n = hs_hlo_parse_many(text, len, &mods, e);
+        return NULL;
+    hs_program_source src = {.kind = is_hlo_file(a->file) ? HS_SOURCE_HLO
+                                                          : HS_SOURCE_MODEL,
+                             .text = text, .len = len};
+    hs_program_options o;
+    hs_program_options_init(&o);
+    o.model.loop = a->loop;
+    o.model.residuals = a->residuals;
+    o.model.batch = a->batch;
+    o.device = a->device;
+    o.pipeline = a->pipeline;
+    o.allow_many = !for_run; /* compile prints the others as parsed */
+    hs_program *p = hs_program_build(&src, &o, e);
     free(text);
-    if (n <= 0) {
-        if (n == 0)
-            hs_error_set(e, HS_ERR_PARSE, "no HLO module in the file");
-        free(mods);
-        return -1;
+    if (p && for_run && hs_program_materialize(p, e) != HS_OK) {
+        hs_program_free(p);
+        return NULL;
     }
-    p->hlo = mods[0];
-    p->n_more = n - 1;
-    p->more = mods; /* mods[0] is p->hlo; the rest follow */
-    for (int k = 0; k < n; k++)
-        if (hs_module_verify(mods[k], e) != HS_OK)
-            return -1;
-    if (!shapes_only && p->n_more > 0) {
-        hs_error_set(e, HS_ERR_INVALID,
-                     "the file holds %d modules separated by '// -----'; "
-                     "`run` takes one", n);
-        return -1;
-    }
-    if (shapes_only)
-        return 0;
-    p->hlo_args = hs_model_hlo_args(p->hlo, &p->n_hlo_args, e);
-    return p->hlo_args ? 0 : -1;
-}
-
-const char *cli_program_device(const cli_args *a, const cli_program *p)
-{
-    if (a->device)
-        return a->device;
-    return p->model ? p->model->device : hs_device_default_name();
-}
-
-int cli_program_load(const cli_args *a, bool shapes_only, cli_program *p,
-                     hs_error *e)
-{
-    memset(p, 0, sizeof *p);
-    p->metrics = hs_metrics_new();
-    if (!p->metrics) {
-        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
-        return -1;
-    }
-    int64_t t0 = hs_now_ns();
-    if (is_hlo_file(a->file)) {
-        if (parse_hlo(a->file, shapes_only, p, e) != 0)
-            return -1;
-    } else {
-        hs_model_options o = {.loop = a->loop, .device = a->device,
-                              .residuals = a->residuals,
-                              .batch = a->batch, .shapes_only = shapes_only};
-        p->model = hs_model_load_file(a->file, &o, e);
-        if (!p->model)
-            return -1;
-    }
-    hs_metrics_record_time(p->metrics, HS_METRIC_TRACE_TIME, hs_now_ns() - t0);
-
-    hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = cli_program_device(a, p);
-    co.pipeline = a->pipeline;
-    return hs_compile(cli_program_traced(p), &co, NULL, p->metrics, &p->exe, e) ==
-                   HS_OK
-               ? 0
-               : -1;
-}
-
-const hs_module *cli_program_traced(const cli_program *p)
-{
-    return p->model ? p->model->module : p->hlo;
-}
-
-void cli_program_free(cli_program *p)
-{
-    hs_executable_release(p->exe);
-    hs_model_free(p->model);
-    if (p->more)
-        for (int k = 0; k <= p->n_more; k++)
-            hs_module_free(p->more[k]);
-    else
-        hs_module_free(p->hlo);
-    free(p->more);
-    if (p->hlo_args)
-        for (int k = 0; k < p->n_hlo_args; k++)
-            hs_tensor_free(p->hlo_args[k]);
-    free(p->hlo_args);
-    hs_metrics_free(p->metrics);
+    return p;
 }

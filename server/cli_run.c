@@ -36,7 +36,7 @@ static hs_status dump_npy(const char *dir, const char *sub, const char *name,
     return hs_npy_write(path, t, e);
 }
 
-static hs_status dump_all(const char *dir, const cli_program *p,
+static hs_status dump_all(const char *dir, const hs_program *p,
                           hs_tensor **outputs, int n_outputs, hs_error *e)
 {
     if (hs_mkdirs(dir, e) != HS_OK)
@@ -49,9 +49,9 @@ static hs_status dump_all(const char *dir, const cli_program *p,
                          p->model->params[k].value, e) != HS_OK)
                 return e->status;
     } else {
-        for (int k = 0; k < p->n_hlo_args; k++)
+        for (int k = 0; k < p->n_args; k++)
             if (dump_npy(dir, "params", p->hlo->entry->params[k]->name,
-                         p->hlo_args[k], e) != HS_OK)
+                         p->args[k], e) != HS_OK)
                 return e->status;
     }
     for (int k = 0; k < n_outputs; k++) {
@@ -85,17 +85,16 @@ static void print_output(int k, const hs_tensor *t)
     printf("\n");
 }
 
-static void print_summary(const cli_program *p, const hs_device_spec *spec,
-                          hs_tensor **outputs, int n_outputs,
+static void print_summary(const hs_program *p, hs_tensor **outputs, int n_outputs,
                           const hs_run_stats *st)
 {
-    const hs_module *traced = cli_program_traced(p);
-    const hs_module *opt = hs_executable_module(p->exe);
+    const hs_module *traced = p->traced;
+    const hs_module *opt = p->optimized;
     hs_timing trace = hs_metrics_timing(p->metrics, HS_METRIC_TRACE_TIME);
     printf("module:       %s (%lld instructions traced, %lld optimized)\n",
            traced->name, (long long)hs_module_instruction_count(traced),
            (long long)hs_module_instruction_count(opt));
-    printf("device:       %s\n", spec->name);
+    printf("device:       %s\n", p->device->name);
     for (int k = 0; k < n_outputs; k++)
         print_output(k, outputs[k]);
     printf("trace:        %.3f ms (host)\n", (double)trace.total_ns * 1e-6);
@@ -108,24 +107,6 @@ static void print_summary(const cli_program *p, const hs_device_spec *spec,
            (long long)st->peak_device_bytes, (long long)st->peak_host_bytes);
 }
 
-static int gather_args(const cli_program *p, hs_tensor ***args, hs_error *e)
-{
-    if (!p->model) {
-        *args = p->hlo_args;
-        return p->n_hlo_args;
-    }
-    int cap = p->model->n_params + 1;
-    *args = malloc(sizeof(hs_tensor *) * (size_t)cap);
-    if (!*args) {
-        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
-        return -1;
-    }
-    int n = hs_model_args(p->model, *args, cap);
-    if (n < 0)
-        hs_error_set(e, HS_ERR_RUNTIME, "model arguments are not available");
-    return n;
-}
-
 int hs_cli_run(int argc, char **argv)
 {
     cli_args a;
@@ -136,68 +117,49 @@ int hs_cli_run(int argc, char **argv)
         return cli_steps(&a);
     hs_error e;
     hs_error_clear(&e);
-    cli_program p;
-    hs_tensor **outputs = NULL, **args = NULL;
+    hs_tensor **outputs = NULL;
     int n_outputs = 0;
-    if (cli_program_load(&a, false, &p, &e) != 0) {
-        rc = cli_report_error(a.file, &e);
-        goto out;
-    }
-    const char *dev_name = cli_program_device(&a, &p);
-    const hs_device_spec *spec = hs_device_find(dev_name);
-    if (!spec) {
-        hs_error_set(&e, HS_ERR_INVALID, "unknown device '%s'", dev_name);
-        rc = cli_report_error(a.file, &e);
-        goto out;
-    }
-    int n_args = gather_args(&p, &args, &e);
-    if (n_args < 0) {
-        rc = cli_report_error(a.file, &e);
-        goto out;
-    }
+    hs_program *p = cli_program_load(&a, true, &e);
+    if (!p)
+        return cli_report_error(a.file, &e);
     hs_run_stats st;
     memset(&st, 0, sizeof st);
-    int64_t t0 = hs_now_ns();
     hs_memory_timeline tl = {0};
     hs_run_options ro = {.timeline = a.memory && !a.train ? &tl : NULL};
-    hs_status s = hs_device_run_ex(hs_executable_module(p.exe), spec, args,
-                                   n_args, &outputs, &n_outputs, &ro, &st, &e);
+    hs_status s = hs_program_run(p, &ro, &outputs, &n_outputs, &st, &e);
     if (s == HS_OK && ro.timeline &&
-        cli_write_timeline(a.memory, &tl, spec, &st, &e) != 0)
+        cli_write_timeline(a.memory, &tl, p->device, &st, &e) != 0)
         s = e.status;
     hs_memory_timeline_free(&tl);
-    hs_metrics_record_time(p.metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
     if (s != HS_OK) {
         rc = cli_report_error(a.file, &e);
         goto out;
     }
-    print_summary(&p, spec, outputs, n_outputs, &st);
+    print_summary(p, outputs, n_outputs, &st);
     if (a.dump) {
-        if (dump_all(a.dump, &p, outputs, n_outputs, &e) != HS_OK) {
+        if (dump_all(a.dump, p, outputs, n_outputs, &e) != HS_OK) {
             rc = cli_report_error(a.dump, &e);
             goto out;
         }
         printf("dumped:       %s\n", a.dump);
     }
-    if (a.train && cli_train(&a, &p, spec, &e) != 0) {
+    if (a.train && cli_train(&a, p, &e) != 0) {
         rc = cli_report_error(a.file, &e);
         goto out;
     }
     if (a.report) {
-        char *r = hs_compile_report_format(hs_executable_report(p.exe));
+        char *r = hs_compile_report_format(hs_executable_report(p->exe));
         fputs(r, stdout);
         free(r);
     }
     if (a.metrics) {
-        char *m = hs_metrics_format(p.metrics);
+        char *m = hs_metrics_format(p->metrics);
         fputs(m, stdout);
         free(m);
     }
     rc = HS_EXIT_OK;
 out:
-    if (p.model)
-        free(args);
     hs_tensors_free(outputs, n_outputs);
-    cli_program_free(&p);
+    hs_program_free(p);
     return rc;
 }

@@ -3,6 +3,7 @@
  * the same pipeline and runs N steps on the emulated device. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 #include "hloscope/hs_train.h"
@@ -50,44 +51,34 @@ static void print_residuals(const hs_train_step *ts)
         printf("              %s\n", ts->auto_choice->text);
 }
 
-int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,
-              hs_error *e)
+int cli_train(const cli_args *a, hs_program *p, hs_error *e)
 {
     if (!p->model) {
         hs_error_set(e, HS_ERR_INVALID,
                      "--train needs a model description with a \"train\" section");
         return -1;
     }
-    hs_train_step *ts = hs_train_step_build(p->model, NULL, e);
-    if (!ts)
-        return -1;
-    int rc = -1;
-    hs_executable *exe = NULL;
-    hs_train_result res = {0};
-    hs_memory_timeline tl = {0};
-    hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = spec->name;
-    co.pipeline = a->pipeline;
     /* A step that cannot fit the device's HBM fails here, with XLA's
      * out-of-memory report, rather than part-way through the run. */
-    co.hbm_bytes = HS_HBM_FROM_DEVICE;
+    hs_program_options o = p->options;
+    o.check_memory = true;
     char *oom = NULL;
-    co.oom_report = &oom;
-    if (hs_compile(ts->module, &co, NULL, p->metrics, &exe, e) != HS_OK) {
-        if (oom) {
-            print_residuals(ts);
+    o.oom_report = &oom;
+    hs_program *step = hs_program_train_step(p, &o, e);
+    if (!step) {
+        if (oom)
             fputs(oom, stderr);
-            free(oom);
-        }
-        goto out;
+        free(oom);
+        return -1;
     }
+    int rc = -1;
+    hs_train_result res = {0};
+    hs_memory_timeline tl = {0};
     printf("train step:   %lld instructions traced, %lld optimized\n",
-           (long long)hs_module_instruction_count(ts->module),
-           (long long)hs_module_instruction_count(hs_executable_module(exe)));
-    print_residuals(ts);
-    const hs_memory_stats *ms =
-        hs_buffers_memory_stats(hs_executable_buffers(exe));
+           (long long)hs_module_instruction_count(step->traced),
+           (long long)hs_module_instruction_count(step->optimized));
+    print_residuals(step->train);
+    const hs_memory_stats *ms = hs_buffers_memory_stats(step->buffers);
     printf("step memory:  device peak %lld bytes (arguments %lld, outputs "
            "%lld, temporaries %lld), host peak %lld bytes\n",
            (long long)ms->device.peak_bytes,
@@ -97,10 +88,10 @@ int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,
     hs_train_run_options ro = {.steps = a->steps,
                                .want_grads = a->dump != NULL,
                                .on_step = print_step,
-                               .module = hs_executable_module(exe),
+                               .module = step->optimized,
                                .timeline = a->memory ? &tl : NULL};
     int64_t t0 = hs_now_ns();
-    hs_status s = hs_train_run(ts, spec, &ro, &res, e);
+    hs_status s = hs_train_run(step->train, p->device, &ro, &res, e);
     hs_metrics_record_time(p->metrics, HS_METRIC_EXECUTE_TIME, hs_now_ns() - t0);
     if (s != HS_OK)
         goto out;
@@ -108,15 +99,20 @@ int cli_train(const cli_args *a, cli_program *p, const hs_device_spec *spec,
            "step)\n",
            res.last.host_transfer_seconds * 1e3,
            res.last.exposed_transfer_seconds * 1e3);
-    if (a->memory && cli_write_timeline(a->memory, &tl, spec, &res.last, e) != 0)
+    if (a->memory && cli_write_timeline(a->memory, &tl, p->device, &res.last, e) != 0)
         goto out;
-    if (a->dump && hs_train_dump(ts, &res, a->dump, e) != HS_OK)
+    if (a->dump && hs_train_dump(step->train, &res, a->dump, e) != HS_OK)
         goto out;
     rc = 0;
 out:
+    /* The step's compile shows in the program's metrics (--metrics). */
+    hs_metrics_counter_add(p->metrics, HS_METRIC_UNCACHED_COMPILE,
+                           hs_metrics_counter(step->metrics, HS_METRIC_UNCACHED_COMPILE));
+    hs_timing ct = hs_metrics_timing(step->metrics, HS_METRIC_COMPILE_TIME);
+    if (ct.count)
+        hs_metrics_record_time(p->metrics, HS_METRIC_COMPILE_TIME, ct.total_ns);
     hs_memory_timeline_free(&tl);
     hs_train_result_free(&res);
-    hs_executable_release(exe);
-    hs_train_step_free(ts);
+    hs_program_free(step);
     return rc;
 }

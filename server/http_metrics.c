@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hloscope/hs_buffers.h"
 #include "http.h"
 #include "store.h"
 
@@ -191,6 +192,10 @@ char *srv_metrics_format(srv_metrics *m, const srv *s)
                   "# TYPE hloscope_compile_cache_misses_total counter\n"
                   "hloscope_compile_cache_misses_total %llu\n",
               atomic_load(&m->compile_hits), atomic_load(&m->compile_misses));
+    sb_printf(&b, "# HELP hloscope_buffer_assignments_total Buffer assignments computed (one per compiled module; hs_buffers_assignment_count).\n"
+                  "# TYPE hloscope_buffer_assignments_total counter\n"
+                  "hloscope_buffer_assignments_total %lld\n",
+              (long long)hs_buffers_assignment_count());
     sb_printf(&b, "# HELP hloscope_result_cache_hits_total POSTs answered from a stored result with the same id.\n"
                   "# TYPE hloscope_result_cache_hits_total counter\n"
                   "hloscope_result_cache_hits_total %llu\n"

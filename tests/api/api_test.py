@@ -825,6 +825,56 @@ def run_stops_at_its_deadline(s):
         s2.close()
 
 
+def buffer_assignments(s):
+    status, _, data = s.get("/metrics")
+    m = re.search(r"^hloscope_buffer_assignments_total (\d+)$", data.decode(), re.M)
+    check(status == 200 and m, "metrics counts buffer assignments", data[-500:])
+    return int(m.group(1))
+
+
+@test
+def a_compile_assigns_buffers_once(s):
+    """The program keeps the buffer assignment hs_compile made: a compile
+    request (summary, memory stats and the OOM check) assigns once, a run
+    too, and a compile answered by the compile cache not at all."""
+    model = dict(example("mlp"), name="assign-once")
+    model.pop("train", None)
+    before = buffer_assignments(s)
+    r, _ = s.json("POST", "/v1/compile", model)
+    check(r["compile_cache"] == "miss" and r["memory"]["peak_device_bytes"] > 0,
+          "a fresh compile with its memory", r)
+    after = buffer_assignments(s)
+    check(after - before == 1, "one assignment for one compile request", before, after)
+    r, _ = s.json("POST", "/v1/compile?device=tpu-v5p", model)
+    check(r["compile_cache"] == "miss", "another device compiles again", r.get("compile_cache"))
+    check(buffer_assignments(s) - after == 1, "one more for the second compile")
+    after = buffer_assignments(s)
+    r, _ = s.json("POST", "/v1/run?device=tpu-v5p", model)
+    check(r["compile_cache"] == "hit" and "run" in r, "the run reuses the executable", r.get("compile_cache"))
+    check(buffer_assignments(s) == after, "a cache hit assigns nothing")
+    after = buffer_assignments(s)
+    status, _, data = s.post("/v1/compile?device=teach-16m", dict(example("seed_64_linear"), name="oom-once"))
+    check(status == 422 and error_of(data)["code"] == "out_of_memory", "OOM at compile", data)
+    check(buffer_assignments(s) - after == 1, "the OOM check reuses the compile's assignment")
+
+
+@test
+def metrics_and_run_show_one_estimate(s):
+    """Every figure the explorer shows comes from the device's cost model:
+    a run's bytes and FLOPs are the estimate the compile summary shows (a
+    counted loop: the scan's while is walked once per iteration)."""
+    r, _ = s.json("POST", "/v1/run?loop=scan", example("seed_64_linear"))
+    est, run = r["estimate"], r["run"]
+    check(est["source"] == "device_estimate", "the estimate is the device's", est)
+    check(est["bytes"] == run["bytes_accessed"] and est["flops"] == run["flops"],
+          "Metrics and Run agree", est, run)
+    check(abs(est["sim_seconds"] - run["sim_seconds"]) <= 1e-9 * max(1, run["sim_seconds"]),
+          "simulated time too", est, run)
+    c, _ = s.json("POST", "/v1/compile?loop=unrolled", example("seed_64_linear"))
+    check(abs(c["estimate"]["flops"] - est["flops"]) < 1e-5 * est["flops"],
+          "scan and unrolled do the same FLOPs (but the loop counter)", c["estimate"], est)
+
+
 for _script in ("compile", "run", "compare", "svg"):
     def _make(script):
         def fn(s):

@@ -103,6 +103,11 @@ typedef struct hs_buffer_assignment hs_buffer_assignment;
  * computation, a computation that calls itself) or on host OOM. */
 hs_buffer_assignment *hs_assign_buffers(const hs_module *m, hs_error *err);
 void hs_buffers_free(hs_buffer_assignment *ba);
+/* Assignments computed by this process so far (every hs_assign_buffers
+ * call, from any thread). A statistic: hs_compile computes one per
+ * compiled module and a program reuses it, which tests check with this
+ * count; the server exports it as hloscope_buffer_assignments_total. */
+int64_t hs_buffers_assignment_count(void);
 
 /* memory_space is HS_MEMSPACE_DEVICE or HS_MEMSPACE_HOST. */
 hs_buffer_peak hs_buffers_peak(const hs_buffer_assignment *ba,

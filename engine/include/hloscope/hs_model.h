@@ -203,6 +203,18 @@ typedef struct hs_model {
  * a limit is exceeded, HS_ERR_NOMEM on host OOM. */
 hs_model *hs_model_load(const char *json_text, size_t len,
                         const hs_model_options *opts, hs_error *err);
+/* hs_model_load on a description already parsed with jansson (a server
+ * that read it from a request body): the same checks, limits and errors,
+ * without printing and parsing it again. root is borrowed. Syntax errors
+ * cannot occur; HS_ERR_LIMIT when it nests deeper than
+ * limits.max_json_depth. */
+struct json_t;
+hs_model *hs_model_load_json(const struct json_t *root,
+                             const hs_model_options *opts, hs_error *err);
+/* Draws the initial weights, input and target of a model loaded with
+ * shapes_only, in place: m->module is untouched, so whatever was compiled
+ * from it still fits. Nothing happens when they are drawn already. */
+hs_status hs_model_materialize(hs_model *m, hs_error *err);
 /* Reads path and calls hs_model_load. HS_ERR_IO when it cannot be read. */
 hs_model *hs_model_load_file(const char *path, const hs_model_options *opts,
                              hs_error *err);

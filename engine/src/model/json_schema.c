@@ -71,6 +71,43 @@ json_t *js_parse(const char *text, size_t len, int max_depth, hs_error *err)
     return NULL;
 }
 
+/* Does v nest arrays and objects more than limit deep? The recursion stops
+ * one level past the limit, so a hostile value costs no more than a good
+ * one. */
+static bool deeper_than(const json_t *v, int limit)
+{
+    if (!json_is_object(v) && !json_is_array(v))
+        return false;
+    if (limit <= 0)
+        return true;
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *item;
+        json_object_foreach((json_t *)v, key, item) {
+            if (deeper_than(item, limit - 1))
+                return true;
+        }
+        return false;
+    }
+    size_t i;
+    json_t *item;
+    json_array_foreach(v, i, item) {
+        if (deeper_than(item, limit - 1))
+            return true;
+    }
+    return false;
+}
+
+bool js_check_depth(const json_t *root, int max_depth, hs_error *err)
+{
+    if (!deeper_than(root, max_depth))
+        return true;
+    hs_error_set(err, HS_ERR_LIMIT,
+                 "JSON nests deeper than %d levels (limit max_json_depth)",
+                 max_depth);
+    return false;
+}
+
 /* ---- path --------------------------------------------------------------- */
 
 void js_init(js_walker *w, hs_error *err)

@@ -27,6 +27,9 @@ typedef struct js_walker {
  * objects nest at most max_depth deep. NULL with err filled (line, column)
  * on failure. */
 json_t *js_parse(const char *text, size_t len, int max_depth, hs_error *err);
+/* The nesting check of js_parse on an already parsed value: false with err
+ * (HS_ERR_LIMIT) when arrays and objects nest deeper than max_depth. */
+bool js_check_depth(const json_t *root, int max_depth, hs_error *err);
 
 void js_init(js_walker *w, hs_error *err);
 /* Path stack: push returns a mark to pop back to. */

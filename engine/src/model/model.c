@@ -244,6 +244,36 @@ static void copy_settings(hs_model *m, const hs_model_desc *d)
     m->n_layers = d->n_layers;
 }
 
+/* Validates and traces a parsed description (the common part of loading
+ * from text and from a parsed value). */
+static hs_model *load_root(const json_t *root, const hs_model_options *opts,
+                           const hs_model_limits *limits, hs_error *err)
+{
+    hs_model *m = calloc(1, sizeof *m);
+    if (m)
+        m->arena = hs_arena_new(0);
+    if (m && m->arena)
+        m->desc = hs_arena_alloc(m->arena, sizeof *m->desc);
+    if (!m || !m->desc) {
+        hs_model_free(m);
+        hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+        return NULL;
+    }
+    bool ok = hs_model_desc_parse(root, opts, limits, m->arena, m->desc, err);
+    if (ok) {
+        copy_settings(m, m->desc);
+        ok = trace_forward(m, m->desc, limits->max_tensor_elements, err) &&
+             check_sizes(m->module, limits->max_tensor_elements, err) &&
+             hs_module_verify(m->module, err) == HS_OK && check_train(m, err) &&
+             (opts && opts->shapes_only ? true : draw_data(m, err));
+    }
+    if (!ok) {
+        hs_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
 hs_model *hs_model_load(const char *json_text, size_t len,
                         const hs_model_options *opts, hs_error *err)
 {
@@ -253,31 +283,29 @@ hs_model *hs_model_load(const char *json_text, size_t len,
     json_t *root = js_parse(json_text, len, limits.max_json_depth, err);
     if (!root)
         return NULL;
-    hs_model *m = calloc(1, sizeof *m);
-    if (m)
-        m->arena = hs_arena_new(0);
-    if (m && m->arena)
-        m->desc = hs_arena_alloc(m->arena, sizeof *m->desc);
-    if (!m || !m->desc) {
-        json_decref(root);
-        hs_model_free(m);
-        hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
-        return NULL;
-    }
-    bool ok = hs_model_desc_parse(root, opts, &limits, m->arena, m->desc, err);
+    hs_model *m = load_root(root, opts, &limits, err);
     json_decref(root);
-    if (ok) {
-        copy_settings(m, m->desc);
-        ok = trace_forward(m, m->desc, limits.max_tensor_elements, err) &&
-             check_sizes(m->module, limits.max_tensor_elements, err) &&
-             hs_module_verify(m->module, err) == HS_OK && check_train(m, err) &&
-             (opts && opts->shapes_only ? true : draw_data(m, err));
-    }
-    if (!ok) {
-        hs_model_free(m);
-        return NULL;
-    }
     return m;
+}
+
+hs_model *hs_model_load_json(const json_t *root, const hs_model_options *opts,
+                             hs_error *err)
+{
+    hs_error_clear(err);
+    hs_model_limits limits =
+        hs_model_limits_resolve(opts ? &opts->limits : NULL);
+    if (!js_check_depth(root, limits.max_json_depth, err))
+        return NULL;
+    return load_root(root, opts, &limits, err);
+}
+
+hs_status hs_model_materialize(hs_model *m, hs_error *err)
+{
+    if (m->input)
+        return HS_OK;
+    if (!draw_data(m, err))
+        return err ? err->status : HS_ERR_NOMEM;
+    return HS_OK;
 }
 
 hs_model *hs_model_load_file(const char *path, const hs_model_options *opts,

@@ -5,6 +5,7 @@
  * space with the buffers live at it, and XLA-style memory stats. Also the
  * `buffer-assignment` pass, which runs the analysis and changes nothing.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,10 +286,21 @@ static hs_status assign(hs_buffer_assignment *ba, const hs_module *m,
     return st;
 }
 
+/* How many assignments this process has computed: a statistic only
+ * (the server exports it, tests count with it), never read to decide
+ * anything, so it does not make the analysis depend on global state. */
+static _Atomic int64_t assignments;
+
+int64_t hs_buffers_assignment_count(void)
+{
+    return atomic_load_explicit(&assignments, memory_order_relaxed);
+}
+
 hs_buffer_assignment *hs_assign_buffers(const hs_module *m, hs_error *err)
 {
     if (!m)
         return NULL;
+    atomic_fetch_add_explicit(&assignments, 1, memory_order_relaxed);
     hs_buffer_assignment *ba = calloc(1, sizeof *ba);
     if (ba)
         ba->arena = hs_arena_new(0);

@@ -1,0 +1,221 @@
+/*
+ * hs_program.h - a program: one source (a model description or HLO text)
+ * traced, compiled for one device, with everything the compile knows about
+ * it computed once: the executable, its buffer assignment, the device's
+ * cost estimate and the out-of-memory check. The CLI and every REST
+ * handler build their programs here.
+ *
+ *     hs_program_options o;
+ *     hs_program_options_init(&o);
+ *     o.device = "tpu-v5e";       // NULL: the model's "device", else the default
+ *     o.check_memory = true;      // a peak above HBM fails like XLA (HS_ERR_OOM)
+ *     hs_program_source src = {.kind = HS_SOURCE_MODEL, .text = json, .len = n};
+ *     hs_error err;
+ *     hs_program *p = hs_program_build(&src, &o, &err);  // trace + compile
+ *     if (!p) { char msg[1024]; hs_error_format(&err, msg, sizeof msg); ... }
+ *     // p->traced: what was compiled (the forward pass, or with o.train the
+ *     //            training step); p->optimized: the pipeline's result;
+ *     // p->buffers: its buffer assignment (peaks, live buffers)
+ *     hs_run_stats est;
+ *     hs_program_estimate(p, &est, &err);   // FLOPs, bytes, simulated time
+ *     if (hs_program_materialize(p, &err) == HS_OK) {  // weights, input
+ *         hs_run_stats st;
+ *         hs_program_run(p, NULL, &outs, &n_outs, &st, &err);
+ *     }
+ *     hs_program_free(p);
+ *
+ * A model is traced with shapes only: nothing is allocated for weights or
+ * inputs until hs_program_materialize, so a program of any size can be
+ * analysed, and a run can be refused on its estimate before a byte of
+ * tensor data exists. Tracing and compiling are also available as two
+ * steps (hs_program_trace, hs_program_compile) for callers that check the
+ * traced module against a policy of their own in between (a server's
+ * instruction limit).
+ *
+ * There is one cost model (the device's: hs_device_estimate), one memory
+ * check (hs_compile's, against the device's HBM) and one buffer
+ * assignment (the executable's, hs_executable_buffers). A program owns
+ * what it made and frees it with hs_program_free; it is not shared between
+ * threads, and building programs from many threads at once is safe (the
+ * compile cache is the only shared object, and it is thread-safe).
+ */
+#ifndef HLOSCOPE_HS_PROGRAM_H
+#define HLOSCOPE_HS_PROGRAM_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hloscope/hs_buffers.h"
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_device.h"
+#include "hloscope/hs_ir.h"
+#include "hloscope/hs_model.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct json_t;
+struct hs_train_step;
+
+/* ------------------------------------------------------------------------ */
+/* Source and options                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef enum hs_source_kind {
+    HS_SOURCE_MODEL = 0, /* a model description (docs/MODEL_FORMAT.md) */
+    HS_SOURCE_HLO        /* HLO text: one module (or several, see
+                            hs_program_options.allow_many) */
+} hs_source_kind;
+
+typedef struct hs_program_source {
+    hs_source_kind kind;
+    const char *text; /* the description or HLO text, len bytes */
+    size_t len;
+    /* HS_SOURCE_MODEL only: the description already parsed (borrowed);
+     * when set, text is not read. A server passes the body it parsed. */
+    const struct json_t *json;
+} hs_program_source;
+
+typedef struct hs_program_options {
+    /* The model loader's overrides and limits (loop, residuals, batch,
+     * limits; device and shapes_only are set by the program). */
+    hs_model_options model;
+    /* The device preset: NULL keeps the model's "device" (HLO: the
+     * default preset). Unknown names are HS_ERR_INVALID, path "/device". */
+    const char *device;
+    /* Compile the model's training step (hs_train_step_build: forward,
+     * backward and optimizer update) instead of its forward pass. */
+    bool train;
+    const char *pipeline;     /* NULL: HS_DEFAULT_PIPELINE */
+    hs_compile_cache *cache;  /* shared compile cache; may be NULL */
+    /* Absolute hs_now_ns() time after which compiling stops with
+     * HS_ERR_CANCELLED (0: none), and a flag that stops it (may be NULL). */
+    int64_t deadline_ns;
+    atomic_bool *cancel;
+    /* Fail like XLA when the device peak exceeds the device's HBM:
+     * HS_ERR_OOM, err->message the report's first line (for a training
+     * step, what its scans stack) and the largest buffers;
+     * hs_program.oom_report the whole report. */
+    bool check_memory;
+    /* Optional: on HS_ERR_OOM receives that whole report (malloc'ed; the
+     * caller frees it). */
+    char **oom_report;
+    /* HLO text with several modules separated by '// -----': the first is
+     * compiled, the others are kept as parsed (hs_program.more). Otherwise
+     * HS_ERR_INVALID. */
+    bool allow_many;
+} hs_program_options;
+
+void hs_program_options_init(hs_program_options *o);
+
+/* ------------------------------------------------------------------------ */
+/* The program                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct hs_program {
+    hs_source_kind kind;
+    /* Model source: the loaded model (shapes only until materialized).
+     * Owned, except in a training-step program made by
+     * hs_program_train_step, which borrows its forward program's. */
+    hs_model *model;
+    /* options.train: the training step built from model (owned); its
+     * module is what was compiled. */
+    struct hs_train_step *train;
+    hs_module *hlo;       /* HLO source: the compiled module (owned) */
+    hs_module **more;     /* allow_many: the modules after the first */
+    int n_more;
+    const hs_module *traced;   /* train->module, model->module or hlo */
+    const hs_device_spec *device;
+
+    /* After compiling: */
+    hs_executable *exe;
+    const hs_module *optimized;           /* hs_executable_module(exe) */
+    const hs_buffer_assignment *buffers;  /* hs_executable_buffers(exe) */
+    bool cache_hit;                       /* the compile cache answered */
+    char *oom_report;   /* HS_ERR_OOM: XLA's whole report (owned) */
+
+    /* TraceTime, CompileTime, ExecuteTime, CachedCompile, UncachedCompile
+     * of this program (owned). */
+    hs_metrics *metrics;
+
+    /* After hs_program_materialize: the entry arguments in parameter
+     * order (a model's are its tensors; an HLO module's are drawn as `run`
+     * draws them, hs_model_hlo_args). */
+    hs_tensor **args;
+    int n_args;
+
+    /* internal */
+    hs_program_options options;
+    bool owns_model, has_estimate;
+    hs_run_stats estimate;
+} hs_program;
+
+/* Source -> traced module (and training step): loads the model with shapes
+ * only, or parses and verifies the HLO text; resolves the device. Errors
+ * say where (model: JSON pointer or line/column; HLO: line/column, path
+ * "/hlo"). TraceTime is recorded. */
+hs_program *hs_program_trace(const hs_program_source *src,
+                             const hs_program_options *opts, hs_error *err);
+/* Traced -> executable, through the options' cache, pipeline, deadline
+ * and memory check. On success p->exe, optimized and buffers are set. */
+hs_status hs_program_compile(hs_program *p, hs_error *err);
+/* hs_program_trace then hs_program_compile. */
+hs_program *hs_program_build(const hs_program_source *src,
+                             const hs_program_options *opts, hs_error *err);
+
+/* The training step of a compiled forward program's model (which needs a
+ * "train" section, else HS_ERR_INVALID path "/train"), compiled for the
+ * same device with opts (NULL: fwd's options); the model is borrowed, so
+ * fwd must outlive the result. */
+hs_program *hs_program_train_step(const hs_program *fwd,
+                                  const hs_program_options *opts,
+                                  hs_error *err);
+
+/* The device's estimate of one execution of the optimized module
+ * (hs_device_estimate: every instruction charged the roofline cost the
+ * interpreter charges, while bodies once per iteration of their known
+ * trip count): FLOPs, bytes accessed, simulated seconds. Computed on the
+ * first call and kept; needs no tensor data. */
+hs_status hs_program_estimate(hs_program *p, hs_run_stats *out, hs_error *err);
+
+/* Draws what a run needs: a model's weights, input (and target), in place
+ * (the compiled module still fits), or an HLO module's arguments. Sets
+ * p->args. Call it after deciding that the run may go ahead. */
+hs_status hs_program_materialize(hs_program *p, hs_error *err);
+
+/* Runs the optimized module on p->device with p->args (materialized
+ * first); records ExecuteTime. opts as hs_device_run_ex (may be NULL). */
+hs_status hs_program_run(hs_program *p, const hs_run_options *opts,
+                         hs_tensor ***outputs, int *n_outputs,
+                         hs_run_stats *stats, hs_error *err);
+
+void hs_program_free(hs_program *p);
+
+/* ------------------------------------------------------------------------ */
+/* Comparing two modules                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* What changed from a to b, instructions matched by name across all
+ * computations: added (only in b, in b's order), removed (only in a, in
+ * a's order), changed (same name, different opcode or shape; pairs in b's
+ * order) and unchanged, and how many instructions of each opcode either
+ * has. The lists point into a and b. */
+typedef struct hs_module_diff {
+    int64_t n_added, n_removed, n_changed, n_unchanged;
+    const hs_instruction **added;
+    const hs_instruction **removed;
+    const hs_instruction **changed_a, **changed_b;
+    int64_t opcodes_a[HS_OP_COUNT], opcodes_b[HS_OP_COUNT];
+} hs_module_diff;
+
+hs_status hs_module_diff_compute(const hs_module *a, const hs_module *b,
+                                 hs_module_diff *out, hs_error *err);
+void hs_module_diff_free(hs_module_diff *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
