@@ -119,9 +119,11 @@ static int compile(srv *s, hs_program *prog, int64_t deadline_ns, hs_error *e)
     hs_status st = hs_program_compile(prog, e);
     if (st == HS_ERR_CANCELLED && atomic_load(&s->cancel))
         hs_error_set(e, HS_ERR_CANCELLED, "the server is shutting down");
-    if (prog->exe || st == HS_OK)
-        srv_metrics_compile_cache(s->metrics, prog->cache_hit ? 1 : 0,
-                                  prog->cache_hit ? 0 : 1);
+    /* Counted whenever the cache answered or the pipeline ran, an
+     * executable that then did not fit the device included. */
+    srv_metrics_compile_cache(
+        s->metrics, hs_metrics_counter(prog->metrics, HS_METRIC_CACHED_COMPILE),
+        hs_metrics_counter(prog->metrics, HS_METRIC_UNCACHED_COMPILE));
     return st == HS_OK ? 0 : -1;
 }
 
