@@ -91,13 +91,7 @@ import time
 
 # ---- known bugs: case id -> why (the follow-up list) ------------------------
 
-SLICE_STRIDE = ("engine/src/device/kernels_data.c:327 dev_k_slice: the source stride is "
-                "ostr * stride, which overflows int64 for a stride near 2^63 (legal: "
-                "[0:2:2^63-1] takes one element); UBSan aborts the server (signed "
-                "overflow), release builds wrap. Device code: not fixed here")
 XFAIL = {
-    "hlo.attr/run/slice.stride/2^63-1": SLICE_STRIDE,
-    "model.number/run/hostile-numbers/layers.5.ops.2.attrs.stride.0/9223372036854775807": SLICE_STRIDE,
 }
 
 RSS_MARGIN_BYTES = 8 << 20

@@ -248,6 +248,16 @@ typedef struct hs_slice_dims {
     int64_t start[HS_MAX_RANK], limit[HS_MAX_RANK], stride[HS_MAX_RANK];
 } hs_slice_dims;
 
+/* The step a slice takes along dimension k of its operand: its stride
+ * where it takes more than one element (then stride * (n - 1) < the
+ * operand's size, so strides of a verified slice never overflow), 1 where
+ * the stride is never used (`[0:2:2^63-1]` takes one element). */
+static inline int64_t hs_slice_step(const hs_slice_dims *s,
+                                    const int64_t *result_dims, int k)
+{
+    return result_dims[k] > 1 && s->stride[k] > 1 ? s->stride[k] : 1;
+}
+
 /* An attribute the engine keeps as text only, to print it back unchanged. */
 typedef struct hs_attr {
     const char *key;

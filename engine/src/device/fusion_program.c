@@ -288,7 +288,7 @@ static bool movement_map(const builder *b, const hs_instruction *in,
         if (!m->coords || !in->slice || os->rank != s->rank)
             return false;
         for (int k = 0; k < s->rank; k++) {
-            int64_t st = in->slice->stride[k] > 0 ? in->slice->stride[k] : 1;
+            int64_t st = hs_slice_step(in->slice, s->dims, k);
             for (int d = 0; d < b->rank; d++)
                 om->co[k][d] = m->co[k][d] * st;
             om->co_base[k] = in->slice->start[k] + m->co_base[k] * st;

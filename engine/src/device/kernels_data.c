@@ -322,7 +322,7 @@ hs_status dev_k_slice(dev_ctx *x, const dev_step *s, dev_val **f,
     dev_row_major_strides(rs->dims, rs->rank, dstr);
     int64_t off = 0;
     for (int i = 0; i < rs->rank; i++) {
-        int64_t st = in->slice->stride[i] > 0 ? in->slice->stride[i] : 1;
+        int64_t st = hs_slice_step(in->slice, rs->dims, i);
         off += in->slice->start[i] * ostr[i];
         sstr[i] = ostr[i] * st;
     }
