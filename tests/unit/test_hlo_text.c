@@ -728,6 +728,33 @@ static void repeated_names_are_renamed_in_linear_time(void **state)
     free(text);
 }
 
+/* Seen in real dumps: empty constants print as "{}" (never "constant()",
+ * which does not parse), and a custom-call's literal=<shape> <value>
+ * attribute is one attribute, not the start of the next instruction. */
+static void real_dump_attributes_round_trip(void **state)
+{
+    (void)state;
+    hs_module *m = parse_or_fail("HloModule real\n"
+                                 "ENTRY e {\n"
+                                 "  c = f32[0] constant({})\n"
+                                 "  d = f32[2,0] constant({ {}, {} })\n"
+                                 "  x = f32[4] parameter(0)\n"
+                                 "  cc = f32[4] custom-call(x), "
+                                 "custom_call_target=\"Foo\", "
+                                 "literal=s32[] 1\n"
+                                 "  ROOT t = (f32[0], f32[2,0], f32[4]) "
+                                 "tuple(c, d, cc)\n"
+                                 "}\n");
+    char *text = hs_hlo_print(m);
+    assert_non_null(text);
+    assert_contains(text, "%c = f32[0]{0} constant({})");
+    assert_contains(text, "constant({ {}, {} })");
+    assert_contains(text, "custom_call_target=\"Foo\", literal=s32[] 1\n");
+    free(text);
+    assert_fixed_point(m);
+    hs_module_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -755,6 +782,7 @@ int main(void)
         cmocka_unit_test(hostile_input_never_crashes),
         cmocka_unit_test(large_modules_parse_and_print_in_linear_time),
         cmocka_unit_test(repeated_names_are_renamed_in_linear_time),
+        cmocka_unit_test(real_dump_attributes_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

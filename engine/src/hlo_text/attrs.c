@@ -405,6 +405,16 @@ bool hs__parse_attribute(hs_parser *P, hs_instruction *i)
         return true;
     }
 
+    if (key_is(k, kn, "literal") && op == HS_OP_CUSTOM_CALL) {
+        /* literal=s32[] 1: a shape, then its value; kept as text. */
+        size_t b = s->pos, vb, ve;
+        hs_shape shape;
+        if (!hs__parse_shape(s, P->a, &shape) ||
+            !hs__scan_raw_value(s, &vb, &ve, "the literal's value"))
+            return false;
+        return keep_as_text(P, i, k, kn, b, ve);
+    }
+
     switch (classify_call(op, k, kn)) {
     case CALL_SLOT0:
         return parse_called(P, i, 0);

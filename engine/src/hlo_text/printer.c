@@ -76,7 +76,10 @@ static void put_operands(hs_buf *b, const hs_instruction *i)
         hs__buf_put_int(b, i->index);
         return;
     case HS_OP_CONSTANT:
-        if (i->literal)
+        /* A zero-element array has no data to decode: "{}" (or "{ {}, {}
+         * }" for f32[2,0]) all the same. */
+        if (i->literal || (i->shape.dtype != HS_TUPLE && i->shape.rank > 0 &&
+                           hs_shape_elements(&i->shape) == 0))
             hs__literal_print(b, &i->shape, i->literal);
         else if (i->literal_text)
             hs__buf_puts(b, i->literal_text);
