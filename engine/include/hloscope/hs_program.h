@@ -18,9 +18,13 @@
  *     // p->buffers: its buffer assignment (peaks, live buffers)
  *     hs_run_stats est;
  *     hs_program_estimate(p, &est, &err);   // FLOPs, bytes, simulated time
- *     if (hs_program_materialize(p, &err) == HS_OK) {  // weights, input
- *         hs_run_stats st;
- *         hs_program_run(p, NULL, &outs, &n_outs, &st, &err);
+ *     if (est.flops < budget &&                         // refuse before any
+ *         hs_program_materialize(p, &err) == HS_OK) {   // weights, input
+ *         hs_tensor **outs;
+ *         int n_outs;
+ *         hs_run_stats st;   // st.flops == est.flops for counted loops
+ *         if (hs_program_run(p, NULL, &outs, &n_outs, &st, &err) == HS_OK)
+ *             hs_tensors_free(outs, n_outs);
  *     }
  *     hs_program_free(p);
  *
