@@ -26,6 +26,11 @@ hs_status hs_program_materialize(hs_program *p, hs_error *err)
 {
     if (p->args)
         return HS_OK;
+    /* Refuse what the device cannot run before a byte of argument data
+     * exists (a bf16 dump once drew 7.85 GB of arguments first). */
+    hs_status ok = hs_device_check(p->optimized, err);
+    if (ok != HS_OK)
+        return ok;
     if (p->kind == HS_SOURCE_MODEL) {
         hs_status st = model_args(p, err);
         if (st != HS_OK || !p->train)
