@@ -134,12 +134,14 @@ static int hex(int c)
 }
 
 /* Percent-decodes [s, s + n) into a new string ('+' is a space in a
- * query); a %00 ends the C string, as it does for libmicrohttpd's users. */
+ * query). A %00 stays as written, as the server keeps it (a decoded NUL
+ * would cut the path or value short); a raw NUL byte still ends it. */
 static char *decode(const char *s, size_t n, bool plus)
 {
     char *out = malloc(n + 1), *o = out;
     for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%' && i + 2 < n && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+        if (s[i] == '%' && i + 2 < n && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0 &&
+            (hex(s[i + 1]) | hex(s[i + 2])) != 0) {
             *o++ = (char)(hex(s[i + 1]) * 16 + hex(s[i + 2]));
             i += 2;
         } else {
