@@ -13,10 +13,11 @@
  * on_request and dispatch do with libmicrohttpd's view of it: the
  * Content-Length check, route matching (404/405), the static files of the
  * explorer, the decoded query, the deadline, and a deferred handler run a
- * second time as on a worker; ambiguous framing (two Content-Lengths, or
- * one with Transfer-Encoding) is a 400 as in on_request. The server runs with small limits and a
- * store in a temporary directory, which is emptied every STORE_RESET
- * inputs so that a long run does not fill the disk.
+ * second time as on a worker; more than SRV_MAX_QUERY query parameters is
+ * a 422, and ambiguous framing (two Content-Lengths, or one with
+ * Transfer-Encoding) a 400 as in on_request. The server runs with small
+ * limits and a store in a temporary directory, which is emptied every
+ * STORE_RESET inputs so that a long run does not fill the disk.
  *
  * Invariants: no crash; every reply has a status in 100..599; a JSON
  * reply parses; an error reply (4xx/5xx) carries error.message. */
@@ -152,14 +153,17 @@ static char *decode(const char *s, size_t n, bool plus)
     return out;
 }
 
-static void parse_query(const char *q, size_t n, srv_request *rq)
+/* false when the query has more than SRV_MAX_QUERY parameters. */
+static bool parse_query(const char *q, size_t n, srv_request *rq)
 {
     size_t i = 0;
-    while (i < n && rq->n_query < SRV_MAX_QUERY) {
+    while (i < n) {
         size_t e = i;
         while (e < n && q[e] != '&')
             e++;
         if (e > i) {
+            if (rq->n_query == SRV_MAX_QUERY)
+                return false;
             size_t eq = i;
             while (eq < e && q[eq] != '=')
                 eq++;
@@ -170,6 +174,7 @@ static void parse_query(const char *q, size_t n, srv_request *rq)
         }
         i = e + 1;
     }
+    return true;
 }
 
 typedef struct wire {
@@ -288,7 +293,11 @@ static void dispatch(wire *w, srv_request *rq, srv_reply *rp)
     rp->allow[0] = '\0';
     rq->method = w->method;
     rq->url = w->path;
-    parse_query(w->query, w->query_len, rq);
+    if (!parse_query(w->query, w->query_len, rq)) {
+        srv_reply_error(rp, 422, "invalid", "?", "more than %d query parameters",
+                        SRV_MAX_QUERY);
+        return;
+    }
     rq->body = w->body;
     rq->body_len = w->body_len;
     bool bad;
