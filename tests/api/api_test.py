@@ -359,7 +359,16 @@ def steps_goodput_and_settings(s):
               "scan + lazy-tensor is device-bound", summary_of(b))
         if b["summary"]["goodput"] > 0.9:
             break
-    check(b["summary"]["goodput"] > 0.9, "scan recovers goodput", b["summary"])
+    # The device time is simulated and the host time measured, so under
+    # AddressSanitizer (tracing several times slower) the ratio says more
+    # about the sanitizer than about scan: there, scan must still beat the
+    # unrolled model's goodput clearly; in a release build, reach 0.9.
+    if sanitized_binary():
+        check(b["summary"]["goodput"] > a["summary"]["goodput"] + 0.1,
+              "scan recovers goodput (sanitizer build: above unrolled's %.2f)"
+              % a["summary"]["goodput"], b["summary"])
+    else:
+        check(b["summary"]["goodput"] > 0.9, "scan recovers goodput", b["summary"])
     # The chart: well-formed SVG, drawn from the same measured steps.
     status, headers, svg = s.get("/v1/results/%s/steps.svg?frontend=lazy-tensor" % u["id"])
     check(status == 200 and headers["content-type"] == "image/svg+xml", "steps.svg", svg[:200])
@@ -882,6 +891,16 @@ for _script in ("compile", "run", "compare", "svg"):
         fn.__name__ = "curl_" + script
         return fn
     test(_make(_script))
+
+
+def sanitized_binary():
+    """Whether the server under test was built with AddressSanitizer."""
+    try:
+        out = subprocess.run(["ldd", BIN], capture_output=True, text=True,
+                             timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "libasan" in out
 
 
 def main():

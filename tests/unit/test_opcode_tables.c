@@ -84,7 +84,7 @@ static hs_module *single(hs_opcode op, hs_tensor **args, int *n_args)
     int n = arity < 0 ? 1 : arity;
     hs_instruction *ops[4];
     for (int k = 0; k < n; k++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "p%d", k);
         ops[k] = hs_computation_add_parameter(c, k, &s, name);
         args[k] = hs_tensor_new(&s);

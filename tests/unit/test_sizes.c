@@ -350,6 +350,11 @@ static void estimate_of_a_huge_trip_count_is_extrapolated(void **state)
     double want = f10 + (1e15 - 10) * per;
     assert_true(huge > want * (1 - 1e-9) && huge < want * (1 + 1e-9));
     assert_true(n_huge == n10 + (INT64_C(1000000000000000) - 10) * per_n);
+    /* The largest trip count: counts saturate, nothing overflows (UBSan
+     * once caught the instruction count wrapping here). */
+    double top = estimated_flops("4611686018427387904", &n_huge); /* 2^62 */
+    assert_true(top > 4.6e18 * per);
+    assert_true(n_huge == INT64_MAX);
 }
 
 int main(void)

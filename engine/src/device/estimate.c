@@ -76,7 +76,7 @@ static void charge(est *e, const hs_instruction *in)
     dev_cost(e->spec, in, &f, &b, &sec);
     e->flops += f;
     e->bytes += b;
-    e->instructions++;
+    e->instructions = hs_sat_add(e->instructions, 1);
     e->walked++;
     if (in->opcode == HS_OP_COPY_DONE && in->n_operands > 0) {
         int id = in->operands[0]->id;
@@ -153,10 +153,10 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
                 e->unknown_trip = true;
                 trip = 1;
             }
-            e->instructions++;
+            e->instructions = hs_sat_add(e->instructions, 1);
             e->walked++;
             est first = *e; /* at the start of iteration 1 */
-            for (int64_t t = 0; st == HS_OK && t <= trip; t++) {
+            for (int64_t t = 0; st == HS_OK; t++) {
                 if (t == 1)
                     first = *e;
                 if (t == 2 && trip > 2 && past_budget(e, &first, trip - 2)) {
@@ -172,20 +172,22 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
                 }
                 if (in->n_called > 0)
                     st = walk(e, in->called[0], depth + 1, err);
-                if (st == HS_OK && t < trip && in->n_called > 1)
+                if (t == trip) /* the condition said stop */
+                    break;
+                if (st == HS_OK && in->n_called > 1)
                     st = walk(e, in->called[1], depth + 1, err);
             }
             break;
         }
         case HS_OP_CALL:
-            e->instructions++;
+            e->instructions = hs_sat_add(e->instructions, 1);
             e->walked++;
             if (in->n_called > 0)
                 st = walk(e, in->called[0], depth + 1, err);
             break;
         case HS_OP_CONDITIONAL:
             /* The first branch: which one runs depends on data. */
-            e->instructions++;
+            e->instructions = hs_sat_add(e->instructions, 1);
             e->walked++;
             if (in->n_called > 0)
                 st = walk(e, in->called[0], depth + 1, err);
