@@ -19,13 +19,12 @@
 #include <sys/prctl.h>
 #endif
 
+#include "hloscope/hs_ir.h"
 #include "render/layout_internal.h"
 
 int64_t hs__now_ms(void)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+    return hs_now_ns() / 1000000;
 }
 
 bool hs__write_all(int fd, const void *data, size_t n)

@@ -119,18 +119,6 @@ typedef struct builder {
     hs_error *err;
 } builder;
 
-static int comp_index(const hs_module *m, const hs_computation *c)
-{
-    if (!c)
-        return -1;
-    if (c->id >= 0 && c->id < m->n_comps && m->comps[c->id] == c)
-        return c->id;
-    for (int k = 0; k < m->n_comps; k++)
-        if (m->comps[k] == c)
-            return k;
-    return -1;
-}
-
 static bool grow_array(void **items, int n, int *cap, size_t size)
 {
     if (n < *cap)
@@ -328,7 +316,7 @@ static int cluster_for(builder *b, const hs_computation *c, int parent,
                        const hs_instruction *caller, hs_status *st)
 {
     hs_view *v = b->v;
-    int ci = comp_index(v->module, c);
+    int ci = hs_computation_index(v->module, c);
     *st = HS_OK;
     if (ci < 0)
         return -1;
@@ -592,7 +580,7 @@ static hs_status build(builder *b, const hs_module *m,
             return hs_error_set(b->err, HS_ERR_INVALID,
                                 "module has no entry computation");
     }
-    int top = comp_index(m, v->top);
+    int top = hs_computation_index(m, v->top);
     if (top < 0)
         return hs_error_set(b->err, HS_ERR_INVALID,
                             "computation is not part of the module");
@@ -619,7 +607,7 @@ static hs_status build(builder *b, const hs_module *m,
             if (i->opcode != HS_OP_WHILE)
                 continue;
             for (int j = 0; j < i->n_called && j < 2; j++) {
-                int ci = comp_index(m, i->called[j]);
+                int ci = hs_computation_index(m, i->called[j]);
                 if (ci >= 0)
                     b->is_loop_part[ci] = true;
             }
