@@ -485,6 +485,37 @@ typedef struct hs_padding {
  * negative interior or another rank. */
 hs_status hs_instruction_padding(const hs_instruction *i, int rank,
                                  hs_padding *out, hs_error *err);
+/* The text of i's attribute `key` that the engine keeps as text only
+ * (instruction->extra: window=, dim_labels=, padding=, ...), NULL when i
+ * has none. */
+const char *hs_instruction_attr(const hs_instruction *i, const char *key);
+
+/* A window={size=... stride=... pad=... lhs_dilate=... rhs_dilate=...
+ * rhs_reversal=...} attribute (convolution, reduce-window,
+ * select-and-scatter), per window dimension. Fields the text leaves out
+ * take XLA's defaults: stride, dilations 1, padding 0, no reversal. */
+typedef struct hs_window_dim {
+    int64_t size, stride, pad_lo, pad_hi, lhs_dilate, rhs_dilate;
+    bool reversal;
+} hs_window_dim;
+typedef struct hs_window {
+    int rank;
+    hs_window_dim dim[HS_MAX_RANK];
+} hs_window;
+/* Reads i's window attribute for `rank` window dimensions. HS_ERR_SHAPE
+ * naming the instruction and the field when it is missing (and rank > 0),
+ * malformed, has another rank, or a size, stride or dilation below 1
+ * (sizes and strides below 1 are what XLA's shape inference rejects;
+ * padding may be negative). */
+hs_status hs_instruction_window(const hs_instruction *i, int rank,
+                                hs_window *out, hs_error *err);
+/* The extent of a dimension of `n` elements after base (lhs) dilation and
+ * padding (may be negative), and the number of window positions along it
+ * (0 when the dilated window does not fit): XLA's window_util. Both
+ * saturate rather than overflow; the shape checks refuse such sizes. */
+int64_t hs_window_padded_extent(const hs_window_dim *w, int64_t n);
+int64_t hs_window_output_extent(const hs_window_dim *w, int64_t n);
+
 /* Bytes of i's decoded literal: 0 when it has none or its element type is
  * narrower than a byte (those stay as literal_text). */
 int64_t hs_instruction_literal_bytes(const hs_instruction *i);

@@ -23,10 +23,7 @@ hs_status hs_instruction_padding(const hs_instruction *i, int rank,
 {
     memset(out, 0, sizeof *out);
     out->rank = rank;
-    const char *text = NULL;
-    for (int k = 0; k < i->n_extra; k++)
-        if (strcmp(i->extra[k].key, "padding") == 0)
-            text = i->extra[k].value;
+    const char *text = hs_instruction_attr(i, "padding");
     if (!text && rank == 0)
         return HS_OK;
     if (!text)
