@@ -101,8 +101,7 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
     const hs_module *opt = prog->optimized;
     const hs_model *model = prog->model;
     const hs_compile_report *r = hs_executable_report(prog->exe);
-    char out[256] = "", fp[32];
-    hs_shape_print(&traced->entry->root->shape, true, out, sizeof out);
+    char fp[32];
     snprintf(fp, sizeof fp, "%016llx",
              (unsigned long long)hs_executable_fingerprint(prog->exe));
     hs_timing trace = hs_metrics_timing(prog->metrics, HS_METRIC_TRACE_TIME);
@@ -135,7 +134,7 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
                   (json_int_t)hs_module_instruction_count(traced), "optimized",
                   (json_int_t)hs_module_instruction_count(opt)));
     json_object_set_new(o, "entry_parameters", json_integer(traced->entry->n_params));
-    json_object_set_new(o, "output_shape", json_string(out));
+    json_object_set_new(o, "output_shape", report_shape_json(&traced->entry->root->shape));
     json_object_set_new(o, "trace_seconds", json_real((double)trace.total_ns * 1e-9));
     json_object_set_new(o, "compile_seconds", json_real((double)r->total_ns * 1e-9));
     json_object_set_new(o, "compile_cache", json_string(prog->cache_hit ? "hit" : "miss"));
@@ -183,24 +182,12 @@ json_t *api_metrics_json(const api_program *p)
     return o;
 }
 
-static json_t *space_json(const hs_memory_space_stats *s)
-{
-    return json_pack("{s:I, s:I, s:I, s:I, s:I}", "argument_bytes",
-                     (json_int_t)s->argument_bytes, "output_bytes",
-                     (json_int_t)s->output_bytes, "alias_bytes",
-                     (json_int_t)s->alias_bytes, "temp_bytes",
-                     (json_int_t)s->temp_bytes, "peak_bytes",
-                     (json_int_t)s->peak_bytes);
-}
-
 static json_t *buffer_json(const hs_logical_buffer *b)
 {
-    char shape[256] = "";
-    hs_shape_print(b->shape, true, shape, sizeof shape);
-    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:s, s:i, s:i, s:s}",
+    json_t *o = json_pack("{s:i, s:s, s:s, s:s, s:o, s:I, s:s, s:i, s:i, s:s}",
                           "id", b->id, "name", b->name, "instruction",
                           b->instruction->name, "computation",
-                          b->computation->name, "shape", shape, "bytes",
+                          b->computation->name, "shape", report_shape_json(b->shape), "bytes",
                           (json_int_t)b->bytes, "memory_space",
                           b->memory_space == HS_MEMSPACE_HOST ? "host" : "device",
                           "start", b->start, "end", b->end, "kind",
@@ -232,19 +219,7 @@ static json_t *peak_json(const hs_buffer_assignment *ba, int space)
 static json_t *memory_json(const hs_buffer_assignment *ba, const char *device,
                            bool timeline)
 {
-    const hs_device_spec *spec = hs_device_find(device);
-    json_t *o = json_object();
-    if (spec)
-        json_object_set_new(o, "capacity",
-                            json_pack("{s:f, s:f}", "device_bytes", spec->hbm_bytes,
-                                      "host_bytes", spec->host_bytes));
-    const hs_memory_stats *ms = hs_buffers_memory_stats(ba);
-    json_object_set_new(o, "source", json_string("buffer_assignment"));
-    json_object_set_new(o, "peak_device_bytes", json_integer(ms->device.peak_bytes));
-    json_object_set_new(o, "peak_host_bytes", json_integer(ms->host.peak_bytes));
-    json_object_set_new(o, "stats", json_pack("{s:o, s:o}", "device",
-                                              space_json(&ms->device), "host",
-                                              space_json(&ms->host)));
+    json_t *o = report_memory_json(hs_buffers_memory_stats(ba), hs_device_find(device));
     if (timeline) {
         json_object_set_new(o, "peak",
                             json_pack("{s:o, s:o}", "device",

@@ -3,6 +3,7 @@
 #define HLOSCOPE_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "hloscope/hs_compile.h"
 #include "hloscope/hs_device.h"
@@ -38,19 +39,33 @@ typedef struct cli_args {
     int queue;              /* < 0: unset */
     const char *steps_json; /* step timeline JSON file */
     const char *steps_svg;  /* step chart SVG file */
+    int module;             /* --module N of a split HLO file; -1: unset */
+    double max_run_bytes;   /* run: --max-run-bytes (default the server's) */
+    bool help;              /* --help was printed: exit 0 */
 } cli_args;
 
-/* Parses options; returns HS_EXIT_OK or HS_EXIT_USAGE (after saying why). */
+/* Parses options; returns HS_EXIT_OK or HS_EXIT_USAGE (after saying why).
+ * --help prints the command's usage to stdout and sets a->help. */
 int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run);
+/* The usage of one command ("compile", "run", "devices"). */
+void cli_usage(const char *command, FILE *f);
 
 /* Loads FILE (a model description, or HLO text for .hlo/.txt) and builds
- * its program (hs_program.h) for the options' device and pipeline. for_run
- * also draws weights and arguments and takes one HLO module; `compile`
- * keeps the further modules of a split file as parsed. NULL with *e set. */
-hs_program *cli_program_load(const cli_args *a, bool for_run, hs_error *e);
+ * its program (hs_program.h) for the options' device and pipeline, checked
+ * against the device's HBM as the server checks it. module is the index of
+ * the module of a split HLO file (-1: the file must hold one). for_run
+ * also checks the run up front (hs_program_check_run: executable, within
+ * --max-run-bytes) and draws weights and arguments. NULL with *e set; on
+ * an out-of-memory failure *oom_report (when not NULL) receives XLA's
+ * whole report (the caller frees it). */
+hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
+                             hs_error *e, char **oom_report);
 /* Prints "hloscope: FILE: where: message" and returns the exit status for
  * the error's class. */
 int cli_report_error(const char *file, const hs_error *e);
+/* cli_report_error, with the whole out-of-memory report (when not NULL)
+ * in place of the message; frees the report. */
+int cli_report_failure(const char *file, const hs_error *e, char *oom_report);
 double cli_now_seconds(void);
 /* Writes a run's memory timeline as JSON to path (cli_train.c); 0 or -1
  * with *e. */

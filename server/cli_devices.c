@@ -1,13 +1,20 @@
 /* cli_devices.c - `hloscope devices`: the emulated device presets. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 #include "hloscope/hs_device.h"
 
 int hs_cli_devices(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+        cli_usage("devices", stdout);
+        return HS_EXIT_OK;
+    }
+    if (argc > 0) {
+        fprintf(stderr, "hloscope: devices takes no arguments, not '%s'\n", argv[0]);
+        return HS_EXIT_USAGE;
+    }
     int n;
     const hs_device_spec *d = hs_device_presets(&n);
     printf("%-16s %-9s %12s %14s %12s %12s\n", "name", "kind", "HBM GiB",

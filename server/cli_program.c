@@ -30,8 +30,15 @@ static bool is_hlo_file(const char *path)
 int cli_report_error(const char *file, const hs_error *e)
 {
     char msg[1024];
-    hs_error_format(e, msg, sizeof msg);
-    fprintf(stderr, "hloscope: %s:%s%s\n", file, e->line > 0 ? "" : " ", msg);
+    hs_error shown = *e;
+    /* A split file without --module: say how to pick, in this door's
+     * words (the API says ?module=N). */
+    bool pick = strcmp(e->path, "/module") == 0;
+    if (pick)
+        shown.path[0] = '\0';
+    hs_error_format(&shown, msg, sizeof msg);
+    fprintf(stderr, "hloscope: %s:%s%s%s\n", file, e->line > 0 ? "" : " ", msg,
+            pick ? " (--module N)" : "");
     switch (e->status) {
     case HS_ERR_PARSE:
     case HS_ERR_INVALID:
@@ -44,9 +51,20 @@ int cli_report_error(const char *file, const hs_error *e)
     }
 }
 
+int cli_report_failure(const char *file, const hs_error *e, char *oom_report)
+{
+    if (!oom_report)
+        return cli_report_error(file, e);
+    /* XLA's whole report: hs_error's message keeps only what fits. */
+    fprintf(stderr, "hloscope: %s: %s", file, oom_report);
+    if (!*oom_report || oom_report[strlen(oom_report) - 1] != '\n')
+        fputc('\n', stderr);
+    free(oom_report);
+    return HS_EXIT_RUNTIME;
+}
 
-
-hs_program *cli_program_load(const cli_args *a, bool for_run, hs_error *e)
+hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
+                             hs_error *e, char **oom_report)
 {
     size_t len;
     char *text = hs_read_file(a->file, &len, e);
@@ -55,6 +73,13 @@ hs_program *cli_program_load(const cli_args *a, bool for_run, hs_error *e)
     hs_program_source src = {.kind = is_hlo_file(a->file) ? HS_SOURCE_HLO
                                                           : HS_SOURCE_MODEL,
                              .text = text, .len = len};
+    if (a->module >= 0 && src.kind != HS_SOURCE_HLO) {
+        free(text);
+        hs_error_set(e, HS_ERR_INVALID,
+                     "--module picks a module of a split HLO file; a model "
+                     "description is one program");
+        return NULL;
+    }
     hs_program_options o;
     hs_program_options_init(&o);
     o.model.loop = a->loop;
@@ -62,7 +87,11 @@ hs_program *cli_program_load(const cli_args *a, bool for_run, hs_error *e)
     o.model.batch = a->batch;
     o.device = a->device;
     o.pipeline = a->pipeline;
-    o.allow_many = !for_run; /* compile prints the others as parsed */
+    o.module = module;
+    o.check_memory = true; /* as the server does: HBM is the device's */
+    o.oom_report = oom_report;
+    o.max_run_bytes = a->max_run_bytes;
+    o.max_run_bytes_name = "--max-run-bytes";
     hs_program *p = hs_program_build(&src, &o, e);
     free(text);
     if (p && for_run && hs_program_materialize(p, e) != HS_OK) {

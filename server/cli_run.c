@@ -49,10 +49,13 @@ static hs_status dump_all(const char *dir, const hs_program *p,
                          p->model->params[k].value, e) != HS_OK)
                 return e->status;
     } else {
-        for (int k = 0; k < p->n_args; k++)
-            if (dump_npy(dir, "params", p->hlo->entry->params[k]->name,
-                         p->args[k], e) != HS_OK)
+        for (int k = 0; k < p->n_args; k++) {
+            char name[512];
+            if (!hs_model_hlo_arg_name(p->hlo, k, name, sizeof name))
+                snprintf(name, sizeof name, "arg.%d", k);
+            if (dump_npy(dir, "params", name, p->args[k], e) != HS_OK)
                 return e->status;
+        }
     }
     for (int k = 0; k < n_outputs; k++) {
         char name[32];
@@ -111,7 +114,7 @@ int hs_cli_run(int argc, char **argv)
 {
     cli_args a;
     int rc = cli_parse_args(argc, argv, &a, true);
-    if (rc != HS_EXIT_OK)
+    if (rc != HS_EXIT_OK || a.help)
         return rc;
     if (cli_steps_wanted(&a))
         return cli_steps(&a);
@@ -119,9 +122,10 @@ int hs_cli_run(int argc, char **argv)
     hs_error_clear(&e);
     hs_tensor **outputs = NULL;
     int n_outputs = 0;
-    hs_program *p = cli_program_load(&a, true, &e);
+    char *oom = NULL;
+    hs_program *p = cli_program_load(&a, a.module, true, &e, &oom);
     if (!p)
-        return cli_report_error(a.file, &e);
+        return cli_report_failure(a.file, &e, oom);
     hs_run_stats st;
     memset(&st, 0, sizeof st);
     hs_memory_timeline tl = {0};

@@ -196,6 +196,10 @@ static void training_step_oom_names_stacked_residuals(void **state)
     assert_contains(err.message, "Training step: 1 scanned loop(s) stack");
     assert_non_null(report);
     assert_contains(report, "RESOURCE_EXHAUSTED");
+    /* The whole report carries the explanation too, after XLA's first
+     * line, and err's message is that much of it, whole sentences. */
+    assert_contains(report, "Training step: 1 scanned loop(s) stack");
+    assert_true(strncmp(report, err.message, strlen(err.message)) == 0);
     free(report);
     o.model.residuals = "offload";
     o.oom_report = NULL;
@@ -240,16 +244,165 @@ static void hlo_source_and_its_arguments(void **state)
     assert_int_equal(hs_program_materialize(p, &err), HS_OK);
     assert_int_equal(p->n_args, 1);
     hs_program_free(p);
-    char two[512];
-    snprintf(two, sizeof two, "%s// -----\n%s", text, text);
-    src.text = two;
-    src.len = strlen(two);
-    assert_null(hs_program_build(&src, &o, &err));
+}
+
+static hs_program *build_hlo(const char *text, const hs_program_options *o,
+                             hs_error *err)
+{
+    hs_program_source src = {.kind = HS_SOURCE_HLO, .text = text, .len = strlen(text)};
+    hs_error_clear(err);
+    return hs_program_build(&src, o, err);
+}
+
+/* XLA's --split-input-file convention: modules separated by '// -----'. */
+static const char k_split[] = "HloModule a\n"                      /* 1 */
+                              "ENTRY e {\n"                        /* 2 */
+                              "  ROOT x = f32[4] parameter(0)\n"   /* 3 */
+                              "}\n"                                /* 4 */
+                              "// -----\n"                         /* 5 */
+                              "HloModule b\n"                      /* 6 */
+                              "ENTRY e {\n"                        /* 7 */
+                              "  x = f32[4] parameter(0)\n"        /* 8 */
+                              "  ROOT y = f32[4] negate(x)\n"      /* 9 */
+                              "}\n";
+
+static void split_text_compiles_the_module_asked_for(void **state)
+{
+    (void)state;
+    hs_program_options o;
+    hs_program_options_init(&o);
+    hs_error err;
+    assert_null(build_hlo(k_split, &o, &err));
     assert_int_equal(err.status, HS_ERR_INVALID);
-    o.allow_many = true;
-    p = hs_program_build(&src, &o, &err);
+    assert_string_equal(err.path, "/module");
+    assert_contains(err.message, "holds 2 modules");
+    assert_contains(err.message, "0 to 1");
+    o.module = 1;
+    hs_program *p = build_hlo(k_split, &o, &err);
+    if (!p)
+        fail_msg("%s", err.message);
+    assert_int_equal(p->n_modules, 2);
+    assert_int_equal(p->module, 1);
+    assert_string_equal(p->traced->name, "b");
+    hs_program_free(p);
+    o.module = 2;
+    assert_null(build_hlo(k_split, &o, &err));
+    assert_string_equal(err.path, "/module");
+    assert_contains(err.message, "no module 2");
+}
+
+static void split_text_error_names_module_and_line(void **state)
+{
+    (void)state;
+    char bad[sizeof k_split];
+    memcpy(bad, k_split, sizeof bad);
+    char *neg = strstr(bad, "negate(x)");
+    memcpy(neg, "negate(z)", 9); /* z is defined nowhere: line 9 */
+    hs_program_options o;
+    hs_program_options_init(&o);
+    o.module = 0; /* the error is in module 1: every module is parsed */
+    hs_error err;
+    assert_null(build_hlo(bad, &o, &err));
+    assert_int_equal(err.line, 9);
+    assert_true(strncmp(err.message, "module 1: ", 10) == 0);
+}
+
+static void tuple_parameter_gets_a_tensor_per_leaf(void **state)
+{
+    (void)state;
+    const char *text = "HloModule tupled\n"
+                       "ENTRY e {\n"
+                       "  p = (f32[3], (s32[], f32[3])) parameter(0)\n"
+                       "  a = f32[3] get-tuple-element(p), index=0\n"
+                       "  q = (s32[], f32[3]) get-tuple-element(p), index=1\n"
+                       "  b = f32[3] get-tuple-element(q), index=1\n"
+                       "  ROOT r = f32[3] add(a, b)\n"
+                       "}\n";
+    hs_program_options o;
+    hs_program_options_init(&o);
+    hs_error err;
+    hs_program *p = build_hlo(text, &o, &err);
     assert_non_null(p);
-    assert_int_equal(p->n_more, 1);
+    hs_tensor **outs = NULL;
+    int n_outs = 0;
+    hs_run_stats st;
+    if (hs_program_run(p, NULL, &outs, &n_outs, &st, &err) != HS_OK)
+        fail_msg("%s", err.message);
+    assert_int_equal(p->n_args, 3);
+    assert_int_equal(p->args[1]->shape.dtype, HS_S32);
+    char name[64];
+    assert_true(hs_model_hlo_arg_name(p->hlo, 2, name, sizeof name));
+    assert_string_equal(name, "p.1.1");
+    assert_false(hs_model_hlo_arg_name(p->hlo, 3, name, sizeof name));
+    /* Leaves are drawn from their own streams: a and b differ, and the
+     * output is their sum. */
+    const float *a = hs_tensor_f32(p->args[0]), *b = hs_tensor_f32(p->args[2]);
+    assert_true(a[0] != b[0]);
+    assert_int_equal(n_outs, 1);
+    for (int i = 0; i < 3; i++)
+        assert_float_equal(hs_tensor_f32(outs[0])[i], a[i] + b[i], 0);
+    assert_int_equal(hs_program_argument_bytes(p), 3 * 4 + 4 + 3 * 4);
+    hs_tensors_free(outs, n_outs);
+    hs_program_free(p);
+}
+
+static void run_beyond_the_byte_limit_is_refused_before_drawing(void **state)
+{
+    (void)state;
+    const char *text = "HloModule big\n"
+                       "ENTRY e {\n"
+                       "  x = f32[1000,1000] parameter(0)\n"
+                       "  ROOT y = f32[1000,1000] negate(x)\n"
+                       "}\n";
+    hs_program_options o;
+    hs_program_options_init(&o);
+    o.max_run_bytes = 1e6;
+    o.max_run_bytes_name = "--max-run-bytes";
+    hs_error err;
+    hs_program *p = build_hlo(text, &o, &err);
+    assert_non_null(p);
+    int64_t t0 = hs_now_ns();
+    assert_int_equal(hs_program_materialize(p, &err), HS_ERR_LIMIT);
+    assert_true(hs_now_ns() - t0 < 1000000000);
+    assert_null(p->args);
+    char want[128], args[32], limit[32];
+    hs_format_bytes(hs_program_argument_bytes(p), args, sizeof args);
+    hs_format_bytes(1000000, limit, sizeof limit);
+    snprintf(want, sizeof want, "arguments need %s > --max-run-bytes %s", args, limit);
+    assert_string_equal(err.message, want);
+    /* The arguments fit a larger limit, arguments and peak do not. */
+    hs_program_free(p);
+    o.max_run_bytes = 6e6;
+    p = build_hlo(text, &o, &err);
+    assert_int_equal(hs_program_check_run(p, &err), HS_ERR_LIMIT);
+    assert_contains(err.message, "and the assigned peak");
+    hs_program_free(p);
+    o.max_run_bytes = 0; /* no limit */
+    p = build_hlo(text, &o, &err);
+    assert_int_equal(hs_program_check_run(p, &err), HS_OK);
+    hs_program_free(p);
+}
+
+static void refusal_names_every_blocker(void **state)
+{
+    (void)state;
+    const char *text = "HloModule blocked\n"
+                       "ENTRY e {\n"
+                       "  x = f32[1000,1000] parameter(0)\n"
+                       "  ROOT y = f32[1000,1000] custom-call(x), "
+                       "custom_call_target=\"__frobnicate\"\n"
+                       "}\n";
+    hs_program_options o;
+    hs_program_options_init(&o);
+    o.max_run_bytes = 1e6;
+    o.max_run_bytes_name = "--max-run-bytes";
+    hs_error err;
+    hs_program *p = build_hlo(text, &o, &err);
+    assert_non_null(p);
+    assert_int_equal(hs_program_check_run(p, &err), HS_ERR_UNSUPPORTED);
+    assert_true(strncmp(err.message, "arguments need ", 15) == 0);
+    assert_contains(err.message, "cannot be executed");
+    assert_contains(err.message, "__frobnicate");
     hs_program_free(p);
 }
 
@@ -301,6 +454,11 @@ int main(void)
         cmocka_unit_test(training_step_oom_names_stacked_residuals),
         cmocka_unit_test(training_step_of_a_forward_program),
         cmocka_unit_test(hlo_source_and_its_arguments),
+        cmocka_unit_test(split_text_compiles_the_module_asked_for),
+        cmocka_unit_test(split_text_error_names_module_and_line),
+        cmocka_unit_test(tuple_parameter_gets_a_tensor_per_leaf),
+        cmocka_unit_test(run_beyond_the_byte_limit_is_refused_before_drawing),
+        cmocka_unit_test(refusal_names_every_blocker),
         cmocka_unit_test(module_diff_names_added_removed_changed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

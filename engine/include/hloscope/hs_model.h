@@ -229,11 +229,17 @@ void hs_model_free(hs_model *m);
 int hs_model_args(const hs_model *m, hs_tensor **args, int cap);
 
 /* Arguments for an imported HLO module's entry parameters, as `run` makes
- * them for a .hlo file: f32 parameters ~ U(-1, 1) from seed 0 and stream
- * <parameter name>, other element types zeros. Returns a malloc'ed array of
- * *n new tensors (free each with hs_tensor_free, then the array), or NULL
- * with *err (a tuple-shaped parameter, host OOM). */
+ * them for a .hlo file: one tensor per array leaf (a tuple-shaped
+ * parameter gives one per leaf, depth first, as hs_device_run binds them);
+ * f32 leaves ~ U(-1, 1) from seed 0 and stream <leaf name>, other element
+ * types zeros. Returns a malloc'ed array of *n new tensors (free each with
+ * hs_tensor_free, then the array), or NULL with *err (host OOM). */
 hs_tensor **hs_model_hlo_args(const hs_module *m, int *n, hs_error *err);
+/* The name of argument leaf `leaf` of hs_model_hlo_args: the parameter's
+ * name, then ".i" per tuple index ("arg_tuple.1" is the second element of
+ * parameter arg_tuple). false when there is no such leaf. */
+bool hs_model_hlo_arg_name(const hs_module *m, int leaf, char *buf,
+                           size_t size);
 
 /* Index of the parameter with that state_dict name, or -1. */
 int hs_model_find_param(const hs_model *m, const char *name);

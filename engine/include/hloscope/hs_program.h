@@ -70,8 +70,8 @@ struct hs_train_step;
 
 typedef enum hs_source_kind {
     HS_SOURCE_MODEL = 0, /* a model description (docs/MODEL_FORMAT.md) */
-    HS_SOURCE_HLO        /* HLO text: one module (or several, see
-                            hs_program_options.allow_many) */
+    HS_SOURCE_HLO        /* HLO text: one module, or several separated
+                            by '// -----' (hs_program_options.module) */
 } hs_source_kind;
 
 typedef struct hs_program_source {
@@ -107,10 +107,20 @@ typedef struct hs_program_options {
     /* Optional: on HS_ERR_OOM receives that whole report (malloc'ed; the
      * caller frees it). */
     char **oom_report;
-    /* HLO text with several modules separated by '// -----': the first is
-     * compiled, the others are kept as parsed (hs_program.more). Otherwise
-     * HS_ERR_INVALID. */
-    bool allow_many;
+    /* HLO text written for XLA's --split-input-file (modules separated by
+     * a line '// -----'): the index, from 0, of the module to compile.
+     * -1 (hs_program_options_init's): the text must hold one module, else
+     * HS_ERR_INVALID saying how many it holds (path "/module"); an index
+     * past the last is HS_ERR_INVALID too. hs_program.n_modules tells a
+     * caller that compiles each how many there are. */
+    int module;
+    /* What a run may take of the host, checked before anything is drawn
+     * (hs_program_check_run): the entry arguments plus the peak of the
+     * buffer assignment, every memory space. <= 0: no limit.
+     * max_run_bytes_name is how the user sets it, quoted in the refusal
+     * (e.g. "--max-run-bytes"); NULL: "the run limit". */
+    double max_run_bytes;
+    const char *max_run_bytes_name;
 } hs_program_options;
 
 void hs_program_options_init(hs_program_options *o);
@@ -129,8 +139,9 @@ typedef struct hs_program {
      * module is what was compiled. */
     struct hs_train_step *train;
     hs_module *hlo;       /* HLO source: the compiled module (owned) */
-    hs_module **more;     /* allow_many: the modules after the first */
-    int n_more;
+    /* HLO source: how many modules the text holds (a split file holds
+     * several) and the index of hlo among them. */
+    int n_modules, module;
     const hs_module *traced;   /* train->module, model->module or hlo */
     const hs_device_spec *device;
 
@@ -139,7 +150,10 @@ typedef struct hs_program {
     const hs_module *optimized;           /* hs_executable_module(exe) */
     const hs_buffer_assignment *buffers;  /* hs_executable_buffers(exe) */
     bool cache_hit;                       /* the compile cache answered */
-    char *oom_report;   /* HS_ERR_OOM: XLA's whole report (owned) */
+    /* HS_ERR_OOM: XLA's whole report (owned), for a training step with
+     * what its scans stack after the first line; err->message holds what
+     * fits of it, front doors show this. */
+    char *oom_report;
 
     /* TraceTime, CompileTime, ExecuteTime, CachedCompile, UncachedCompile
      * of this program (owned). */
@@ -185,9 +199,23 @@ hs_program *hs_program_train_step(const hs_program *fwd,
  * first call and kept; needs no tensor data. */
 hs_status hs_program_estimate(hs_program *p, hs_run_stats *out, hs_error *err);
 
+/* Whether a run may go ahead, decided on shapes alone in one walk of the
+ * optimized module (well under a second for 40,000 instructions): every
+ * instruction and element type is executable (hs_device_check) and the
+ * entry arguments plus the assigned peak fit options.max_run_bytes.
+ * Every blocker is in the message, the bytes first (HS_ERR_UNSUPPORTED when
+ * something cannot be executed, else HS_ERR_LIMIT), e.g. "arguments need 12.05G > --max-run-bytes
+ * 9.31G; 41014 instructions cannot be executed on the emulated device:
+ * element type 'bf16' x38341 (first: p.0.lhs.64) ...". */
+hs_status hs_program_check_run(hs_program *p, hs_error *err);
+/* Bytes of the entry arguments a run draws on the host: every leaf of
+ * every entry parameter of the compiled module. */
+int64_t hs_program_argument_bytes(const hs_program *p);
+
 /* Draws what a run needs: a model's weights, input (and target), in place
- * (the compiled module still fits), or an HLO module's arguments. Sets
- * p->args. Call it after deciding that the run may go ahead. */
+ * (the compiled module still fits), or an HLO module's arguments (one
+ * tensor per leaf of a tuple-shaped parameter, in order). Checks the run
+ * first (hs_program_check_run). Sets p->args. */
 hs_status hs_program_materialize(hs_program *p, hs_error *err);
 
 /* Runs the optimized module on p->device with p->args (materialized

@@ -1,7 +1,8 @@
 /* split.c - files written for --split-input-file: modules separated by a
  * line "// -----". Each piece is parsed alone; error lines stay relative to
- * the whole file. Pieces holding only comments (a trailing separator) are
- * skipped. */
+ * the whole file, and in a file of several modules the message starts
+ * "module K: " (K from 0, the index hs_program_options.module takes).
+ * Pieces holding only comments (a trailing separator) are skipped. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,14 @@ static bool only_comments(const char *t, size_t len)
     hs_scanner s;
     hs__scan_init(&s, t, len, NULL);
     return hs__scan_peek(&s) < 0 && !s.failed;
+}
+
+/* Says which module of a split file an error is in. */
+static void name_module(hs_error *err, int index)
+{
+    char msg[sizeof err->message];
+    memcpy(msg, err->message, sizeof msg);
+    hs_error_set(err, err->status, "module %d: %s", index, msg);
 }
 
 static void free_all(hs_module **mods, int n)
@@ -56,6 +65,8 @@ int hs_hlo_parse_many(const char *text, size_t len, hs_module ***out,
                 if (!m) {
                     if (err && err->line > 0)
                         err->line += piece_line - 1;
+                    if (err && (n > 0 || sep))
+                        name_module(err, (int)n);
                     free_all(mods, (int)n);
                     return -1;
                 }

@@ -1,46 +1,118 @@
 /* hlo_args.c - arguments for an imported HLO module, drawn from the same
- * generator as model parameters so that runs of a .hlo file repeat. */
+ * generator as model parameters so that runs of a .hlo file repeat. A
+ * tuple-shaped parameter (XLA's "tupled" entry, one argument holding them
+ * all) gets one tensor per leaf, in the order the device binds them. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hloscope/hs_model.h"
 
-hs_tensor **hs_model_hlo_args(const hs_module *m, int *n, hs_error *err)
+/* The leaves of one parameter, depth first: a visitor called with each
+ * array shape and its name ("p" for an array parameter, "p.1.0" for the
+ * leaf at tuple index {1,0}). Stops at the first visitor that fails. */
+typedef hs_status (*leaf_fn)(const hs_shape *leaf, const char *name,
+                             void *user, hs_error *err);
+
+static hs_status walk(const hs_shape *s, char *name, size_t len, size_t size,
+                      leaf_fn fn, void *user, hs_error *err)
+{
+    if (!hs_shape_is_tuple(s))
+        return fn(s, name, user, err);
+    for (int i = 0; i < s->n_elems; i++) {
+        snprintf(name + len, size - len, ".%d", i);
+        hs_status st = walk(&s->elems[i], name, strlen(name), size, fn, user,
+                            err);
+        if (st != HS_OK)
+            return st;
+    }
+    name[len] = '\0';
+    return HS_OK;
+}
+
+static hs_status walk_params(const hs_module *m, leaf_fn fn, void *user,
+                             hs_error *err)
 {
     const hs_computation *entry = m->entry;
+    for (int k = 0; k < entry->n_params; k++) {
+        char name[512];
+        snprintf(name, sizeof name, "%s", entry->params[k]->name);
+        hs_status st = walk(&entry->params[k]->shape, name, strlen(name),
+                            sizeof name, fn, user, err);
+        if (st != HS_OK)
+            return st;
+    }
+    return HS_OK;
+}
+
+typedef struct drawn {
+    hs_tensor **args;
+    int n, cap;
+} drawn;
+
+static hs_status draw_leaf(const hs_shape *leaf, const char *name, void *user,
+                           hs_error *err)
+{
+    drawn *d = user;
+    if (d->n == d->cap) {
+        int cap = d->cap ? 2 * d->cap : 8;
+        hs_tensor **grown = realloc(d->args, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+        d->args = grown;
+        d->cap = cap;
+    }
+    hs_tensor *t = hs_tensor_new(leaf);
+    if (!t) {
+        hs_error_set(err, HS_ERR_NOMEM, "parameter %s: out of host memory", name);
+        if (err)
+            snprintf(err->instruction, sizeof err->instruction, "%s", name);
+        return HS_ERR_NOMEM;
+    }
+    if (leaf->dtype == HS_F32)
+        hs_model_fill_uniform(0, name, -1.0f, 1.0f, hs_tensor_f32(t),
+                              hs_tensor_elements(t));
+    d->args[d->n++] = t;
+    return HS_OK;
+}
+
+hs_tensor **hs_model_hlo_args(const hs_module *m, int *n, hs_error *err)
+{
+    drawn d = {0};
     *n = 0;
-    hs_tensor **args =
-        calloc((size_t)(entry->n_params ? entry->n_params : 1), sizeof *args);
-    if (!args) {
+    if (walk_params(m, draw_leaf, &d, err) != HS_OK) {
+        for (int k = 0; k < d.n; k++)
+            hs_tensor_free(d.args[k]);
+        free(d.args);
+        return NULL;
+    }
+    if (!d.args && !(d.args = malloc(sizeof *d.args))) {
         hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
-    for (int k = 0; k < entry->n_params; k++) {
-        const hs_instruction *param = entry->params[k];
-        if (hs_shape_is_tuple(&param->shape)) {
-            hs_error_set(err, HS_ERR_UNSUPPORTED,
-                         "parameter %s has a tuple shape; `run` needs array parameters",
-                         param->name);
-            if (err)
-                snprintf(err->instruction, sizeof err->instruction, "%s",
-                         param->name);
-            goto fail;
-        }
-        args[k] = hs_tensor_new(&param->shape);
-        if (!args[k]) {
-            hs_error_set(err, HS_ERR_NOMEM, "parameter %s: out of host memory",
-                         param->name);
-            goto fail;
-        }
-        if (param->shape.dtype == HS_F32)
-            hs_model_fill_uniform(0, param->name, -1.0f, 1.0f,
-                                  hs_tensor_f32(args[k]), hs_tensor_elements(args[k]));
-    }
-    *n = entry->n_params;
-    return args;
-fail:
-    for (int k = 0; k < entry->n_params; k++)
-        hs_tensor_free(args[k]);
-    free(args);
-    return NULL;
+    *n = d.n;
+    return d.args;
+}
+
+typedef struct named_leaf {
+    int want, at;
+    char *buf;
+    size_t size;
+} named_leaf;
+
+static hs_status name_leaf(const hs_shape *leaf, const char *name, void *user,
+                           hs_error *err)
+{
+    (void)leaf, (void)err;
+    named_leaf *w = user;
+    if (w->at++ != w->want)
+        return HS_OK;
+    snprintf(w->buf, w->size, "%s", name);
+    return HS_ERR_INVALID; /* found: stop walking */
+}
+
+bool hs_model_hlo_arg_name(const hs_module *m, int leaf, char *buf, size_t size)
+{
+    named_leaf w = {.want = leaf, .buf = buf, .size = size};
+    return walk_params(m, name_leaf, &w, NULL) != HS_OK;
 }

@@ -7,25 +7,38 @@
 #include <string.h>
 
 #include "hloscope/hs_train.h"
+#include "ir/strbuf.h"
 #include "program/program_internal.h"
 
 /* A training step that does not fit says what its scans stacked, since
- * that is what the residual policy changes. */
+ * that is what the residual policy changes: a line after the report's
+ * first, in the whole report (p->oom_report, which front doors show) and
+ * in err's message, which keeps whole sentences only (its buffer is
+ * fixed; the largest buffers are in the report). */
 static void explain_oom(hs_program *p, hs_error *err)
 {
     const hs_scan_vjp_report *sr = p->train ? p->train->scan_report : NULL;
     const char *nl = p->oom_report ? strchr(p->oom_report, '\n') : NULL;
-    if (!err || !sr || sr->n_loops == 0 || !nl)
+    if (!sr || sr->n_loops == 0 || !nl)
         return;
     char dev[32], host[32];
     hs_format_bytes(sr->device_bytes, dev, sizeof dev);
     hs_format_bytes(sr->host_bytes, host, sizeof host);
-    hs_error_set(err, HS_ERR_OOM,
-                 "%.*s\nTraining step: %d scanned loop(s) stack %s of residuals "
-                 "on the device and %s on the host (residuals offload, "
-                 "remat_offload or auto moves or recomputes them).%.300s",
-                 (int)(nl - p->oom_report), p->oom_report, sr->n_loops, dev, host,
-                 nl);
+    hs_buf b = {0};
+    hs__buf_printf(&b,
+                   "%.*s\nTraining step: %d scanned loop(s) stack %s of "
+                   "residuals on the device and %s on the host (residuals "
+                   "offload, remat_offload or auto moves or recomputes them).",
+                   (int)(nl - p->oom_report), p->oom_report, sr->n_loops, dev,
+                   host);
+    size_t sentence = b.len;
+    hs__buf_puts(&b, nl);
+    char *report;
+    if (hs__buf_finish(&b, &report, NULL, "the out-of-memory report", NULL) != HS_OK)
+        return; /* host OOM: the report stays as compile wrote it */
+    hs_error_set(err, HS_ERR_OOM, "%.*s", (int)sentence, report);
+    free(p->oom_report);
+    p->oom_report = report;
 }
 
 hs_status hs_program_compile(hs_program *p, hs_error *err)

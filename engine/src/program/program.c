@@ -8,6 +8,7 @@
 void hs_program_options_init(hs_program_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->module = -1; /* the text must hold one module */
 }
 
 hs_program *hs__program_new(const hs_program_options *opts, hs_error *err)
@@ -41,9 +42,6 @@ void hs_program_free(hs_program *p)
     if (p->owns_model)
         hs_model_free(p->model);
     hs_module_free(p->hlo);
-    for (int k = 0; k < p->n_more; k++)
-        hs_module_free(p->more[k]);
-    free(p->more);
     free(p->oom_report);
     hs_metrics_free(p->metrics);
     free(p);

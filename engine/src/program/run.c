@@ -1,5 +1,6 @@
-/* run.c - running a program: drawing what the run needs (once it is
- * known that the run may go ahead), then the device. */
+/* run.c - running a program: deciding on shapes whether a run may go
+ * ahead, drawing what it needs, then the device. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "program/program_internal.h"
@@ -22,13 +23,91 @@ static hs_status model_args(hs_program *p, hs_error *err)
     return HS_OK;
 }
 
+/* Array bytes of a shape's leaves (a tuple's index table is not drawn). */
+static int64_t leaf_bytes(const hs_shape *s)
+{
+    if (!hs_shape_is_tuple(s))
+        return hs_shape_bytes(s);
+    int64_t n = 0;
+    for (int i = 0; i < s->n_elems; i++)
+        n = hs_sat_add(n, leaf_bytes(&s->elems[i]));
+    return n;
+}
+
+int64_t hs_program_argument_bytes(const hs_program *p)
+{
+    const hs_module *m = p->optimized ? p->optimized : p->traced;
+    int64_t n = 0;
+    for (int k = 0; m && k < m->entry->n_params; k++)
+        n = hs_sat_add(n, leaf_bytes(&m->entry->params[k]->shape));
+    return n;
+}
+
+static char *format_limit(double bytes, char *buf, size_t size)
+{
+    return hs_format_bytes(bytes >= 9.2e18 ? INT64_MAX : (int64_t)bytes, buf,
+                           size);
+}
+
+/* The arguments are drawn on the host before the run and the run's
+ * buffers come on top (the assigned peak of every memory space, which
+ * counts the arguments again when the device keeps its own copy): both
+ * must fit the limit. Writes what does not fit into msg. */
+static bool too_big(const hs_program *p, char *msg, size_t size)
+{
+    double limit = p->options.max_run_bytes;
+    if (limit <= 0 || !p->buffers)
+        return false;
+    const hs_memory_stats *ms = hs_buffers_memory_stats(p->buffers);
+    int64_t args = hs_program_argument_bytes(p);
+    int64_t peak = hs_sat_add(ms->device.peak_bytes, ms->host.peak_bytes);
+    int64_t need = hs_sat_add(args, peak);
+    if ((double)need <= limit)
+        return false;
+    const char *name = p->options.max_run_bytes_name ? p->options.max_run_bytes_name
+                                                     : "the run limit";
+    char a[32], pk[32], nd[32], lim[32];
+    hs_format_bytes(args, a, sizeof a);
+    hs_format_bytes(peak, pk, sizeof pk);
+    hs_format_bytes(need, nd, sizeof nd);
+    format_limit(limit, lim, sizeof lim);
+    if ((double)args > limit)
+        snprintf(msg, size, "arguments need %s > %s %s", a, name, lim);
+    else
+        snprintf(msg, size,
+                 "arguments (%s) and the assigned peak (%s) need %s > %s %s", a,
+                 pk, nd, name, lim);
+    return true;
+}
+
+hs_status hs_program_check_run(hs_program *p, hs_error *err)
+{
+    if (!p->optimized)
+        return hs_error_set(err, HS_ERR_INVALID,
+                            "check: the program is not compiled");
+    char bytes[256];
+    bool big = too_big(p, bytes, sizeof bytes);
+    hs_error dev;
+    hs_error_clear(&dev);
+    hs_status st = hs_device_check(p->optimized, &dev);
+    if (st == HS_OK)
+        return big ? hs_error_set(err, HS_ERR_LIMIT, "%s", bytes) : HS_OK;
+    if (err) {
+        *err = dev;
+        if (big)
+            hs_error_set(err, st, "%s; %s", bytes, dev.message);
+    }
+    return st;
+}
+
 hs_status hs_program_materialize(hs_program *p, hs_error *err)
 {
     if (p->args)
         return HS_OK;
-    /* Refuse what the device cannot run before a byte of argument data
-     * exists (a bf16 dump once drew 7.85 GB of arguments first). */
-    hs_status ok = hs_device_check(p->optimized, err);
+    /* Refuse what the device cannot run, or what would not fit, before a
+     * byte of argument data exists (a bf16 dump once drew 7.85 GB of
+     * arguments first). */
+    hs_status ok = hs_program_check_run(p, err);
     if (ok != HS_OK)
         return ok;
     if (p->kind == HS_SOURCE_MODEL) {

@@ -23,6 +23,35 @@ static hs_status load_model(hs_program *p, const hs_program_source *src,
     return HS_OK;
 }
 
+/* Which module of the text to compile: the one asked for, or the only
+ * one. */
+static hs_status pick_module(hs_program *p, int n, hs_error *err)
+{
+    int want = p->options.module;
+    if (want < 0 && n > 1) {
+        hs_error_set(err, HS_ERR_INVALID,
+                     "the text holds %d modules separated by '// -----'; "
+                     "choose one by its index, 0 to %d",
+                     n, n - 1);
+    } else if (want >= n && n == 1) {
+        hs_error_set(err, HS_ERR_INVALID,
+                     "there is no module %d: the text holds one module "
+                     "(index 0)",
+                     want);
+    } else if (want >= n) {
+        hs_error_set(err, HS_ERR_INVALID,
+                     "there is no module %d: the text holds %d modules "
+                     "(index 0 to %d)",
+                     want, n, n - 1);
+    } else {
+        p->module = want < 0 ? 0 : want;
+        return HS_OK;
+    }
+    if (err)
+        snprintf(err->path, sizeof err->path, "/module");
+    return HS_ERR_INVALID;
+}
+
 static hs_status parse_hlo(hs_program *p, const hs_program_source *src,
                            hs_error *err)
 {
@@ -33,30 +62,25 @@ static hs_status parse_hlo(hs_program *p, const hs_program_source *src,
         return n == 0 ? hs_error_set(err, HS_ERR_PARSE, "no HLO module in the text")
                       : (err ? err->status : HS_ERR_PARSE);
     }
-    p->hlo = mods[0];
-    p->n_more = n - 1;
-    if (p->n_more > 0) {
-        p->more = malloc(sizeof *p->more * (size_t)p->n_more);
-        if (!p->more) {
-            for (int k = 1; k < n; k++)
-                hs_module_free(mods[k]);
-            p->n_more = 0;
-            free(mods);
-            return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
-        }
-        memcpy(p->more, mods + 1, sizeof *p->more * (size_t)p->n_more);
+    p->n_modules = n;
+    hs_status st = pick_module(p, n, err);
+    if (st == HS_OK) {
+        p->hlo = mods[p->module];
+        mods[p->module] = NULL;
     }
+    for (int k = 0; k < n; k++)
+        hs_module_free(mods[k]);
     free(mods);
-    if (p->n_more > 0 && !p->options.allow_many)
-        return hs_error_set(err, HS_ERR_INVALID,
-                            "the text holds %d modules separated by '// -----'; "
-                            "send one",
-                            n);
-    if (hs_module_verify(p->hlo, err) != HS_OK)
+    if (st != HS_OK)
+        return st;
+    if (hs_module_verify(p->hlo, err) != HS_OK) {
+        if (err && n > 1) {
+            char msg[sizeof err->message];
+            memcpy(msg, err->message, sizeof msg);
+            hs_error_set(err, err->status, "module %d: %s", p->module, msg);
+        }
         return err ? err->status : HS_ERR_INVALID;
-    for (int k = 0; k < p->n_more; k++)
-        if (hs_module_verify(p->more[k], err) != HS_OK)
-            return err ? err->status : HS_ERR_INVALID;
+    }
     return HS_OK;
 }
 
