@@ -62,6 +62,9 @@ typedef struct api_program {
     /* prog's executable and device name, for the result handlers */
     hs_executable *exe;
     char device[64];
+    /* An executable beyond the device's HBM: XLA's whole report (owned),
+     * which hs_error's message cannot hold. */
+    char *oom_report;
 } api_program;
 
 /* Traces or parses body with query's overrides and compiles it (cache and
@@ -72,6 +75,9 @@ typedef struct api_program {
 int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
                       int64_t deadline_ns, api_program *p, hs_error *e);
 const hs_module *api_program_traced(const api_program *p);
+/* The error object for e from building or running p: e's, with the whole
+ * out-of-memory report as its message when p has one. */
+json_t *api_program_error_json(const api_program *p, const hs_error *e);
 void api_program_free(api_program *p);
 /* The run limits (--max-run-flops, --max-run-bytes) against `runs`
  * executions of prog as its estimate costs them (a model's weights

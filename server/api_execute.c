@@ -201,7 +201,7 @@ void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
     hs_error_clear(&e);
     json_t *body = json_object_get(ar->canonical, "body");
     json_t *query = json_object_get(ar->canonical, "query");
-    json_t *sum = NULL, *met = NULL;
+    json_t *sum = NULL, *met = NULL, *failed = NULL;
     if (strcmp(ar->endpoint, "compare") == 0) {
         sum = api_compare(s, ar, deadline_ns, &e);
     } else {
@@ -217,6 +217,8 @@ void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
             if (sum)
                 met = api_metrics_json(&p);
         }
+        if (!sum) /* the whole OOM report, before p goes */
+            failed = api_program_error_json(&p, &e);
         api_program_free(&p);
     }
     if (sum) {
@@ -232,7 +234,7 @@ void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
         free(mt);
     } else {
         *status = srv_status_for(e.status);
-        sum = srv_error_json(&e);
+        sum = failed ? failed : srv_error_json(&e);
         /* Bad input gives the same error every time: keep it, so that the
          * result link explains itself. Deadlines and shutdown are not
          * kept: the request stays pending and is recomputed on demand. */

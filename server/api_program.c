@@ -11,6 +11,20 @@
 #include "api.h"
 #include "hloscope/hs_device.h"
 
+json_t *api_program_error_json(const api_program *p, const hs_error *e)
+{
+    json_t *err = srv_error_json(e);
+    /* hs_error keeps what fits of an out-of-memory report; the user sees
+     * all of it. */
+    const char *whole = p->oom_report ? p->oom_report
+                        : p->prog     ? p->prog->oom_report
+                                      : NULL;
+    json_t *inner = json_object_get(err, "error");
+    if (e->status == HS_ERR_OOM && whole && inner)
+        json_object_set_new(inner, "message", srv_json_string(whole));
+    return err;
+}
+
 const hs_module *api_program_traced(const api_program *p)
 {
     return p->prog ? p->prog->traced : NULL;
@@ -19,6 +33,7 @@ const hs_module *api_program_traced(const api_program *p)
 void api_program_free(api_program *p)
 {
     hs_program_free(p->prog);
+    free(p->oom_report);
     memset(p, 0, sizeof *p);
 }
 
@@ -35,6 +50,16 @@ static int set_path(hs_error *e, const char *path)
 }
 
 /* The overrides that only a model description takes. */
+static int check_model_query(json_t *query, hs_error *e)
+{
+    if (!json_object_get(query, "module"))
+        return 0;
+    hs_error_set(e, HS_ERR_INVALID,
+                 "'module' picks a module of split HLO text; a model "
+                 "description is one program");
+    return set_path(e, "?module");
+}
+
 static int check_hlo_query(json_t *query, hs_error *e)
 {
     static const char *const model_only[] = {"loop", "residuals", "batch"};
@@ -72,6 +97,12 @@ static void options_of(srv *s, json_t *query, int64_t deadline_ns,
     o->cancel = &s->cancel;
     o->deadline_ns = deadline_ns;
     o->check_memory = true; /* compile fails like XLA's when HBM is short */
+    json_t *module = json_object_get(query, "module");
+    if (module)
+        o->module = (int)json_integer_value(module);
+    /* A run is refused up front when arguments + peak exceed this. */
+    o->max_run_bytes = s->cfg.limits.max_run_bytes;
+    o->max_run_bytes_name = "--max-run-bytes";
 }
 
 /* Where the engine's error points, in the request's terms: the HLO text
@@ -86,6 +117,12 @@ static void locate_error(json_t *query, bool is_hlo, hs_error *e)
                          "\"mse\", \"optimizer\": {\"type\": \"sgd\", \"lr\": "
                          "0.01}}, or use mode=forward)");
         set_path(e, "?mode");
+    } else if (is_hlo && strcmp(e->path, "/module") == 0) {
+        /* A split text without ?module, or an index past its last. */
+        if (strstr(e->message, "choose one"))
+            snprintf(e->message + strlen(e->message),
+                     sizeof e->message - strlen(e->message), " (?module=N)");
+        set_path(e, "?module");
     } else if (is_hlo && !e->path[0]) {
         set_path(e, "/hlo");
     }
@@ -130,6 +167,10 @@ static int compile(srv *s, hs_program *prog, int64_t deadline_ns, hs_error *e)
 int api_check_run_limits(srv *s, hs_program *prog, double runs, const char *what,
                          hs_error *e)
 {
+    /* What blocks any run (an opcode or type the device lacks, arguments
+     * and peak beyond --max-run-bytes), on shapes, in one walk. */
+    if (hs_program_check_run(prog, e) != HS_OK)
+        return -1;
     hs_run_stats est;
     if (hs_program_estimate(prog, &est, e) != HS_OK)
         return -1;
@@ -161,10 +202,11 @@ int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
 {
     memset(p, 0, sizeof *p);
     bool is_hlo = json_object_get(body, "hlo") != NULL;
-    if (is_hlo && check_hlo_query(query, e) != 0)
+    if (is_hlo ? check_hlo_query(query, e) != 0 : check_model_query(query, e) != 0)
         return -1;
     hs_program_options o;
     options_of(s, query, deadline_ns, &o);
+    o.oom_report = &p->oom_report;
     hs_program_source src = {.kind = is_hlo ? HS_SOURCE_HLO : HS_SOURCE_MODEL};
     if (is_hlo) {
         src.text = json_string_value(json_object_get(body, "hlo"));

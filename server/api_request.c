@@ -110,10 +110,12 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
 {
     char path[96];
     snprintf(path, sizeof path, "%s%s", where, key);
-    if (jvalue && !json_is_string(jvalue) &&
-        !(strcmp(key, "batch") == 0 && json_is_integer(jvalue))) {
+    bool integer = strcmp(key, "batch") == 0 || strcmp(key, "module") == 0;
+    if (jvalue && !json_is_string(jvalue) && !(integer && json_is_integer(jvalue))) {
         srv_reply_error(rp, 422, "invalid", path, "'%s' must be a %s", key,
-                        strcmp(key, "batch") == 0 ? "positive integer" : "string");
+                        strcmp(key, "batch") == 0   ? "positive integer"
+                        : strcmp(key, "module") == 0 ? "non-negative integer"
+                                                     : "string");
         return -1;
     }
     if (jvalue && json_is_string(jvalue))
@@ -160,10 +162,30 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
             return -1;
         }
         json_object_set_new(out, key, json_integer(b));
+    } else if (strcmp(key, "module") == 0) {
+        /* Which module of split HLO text (modules separated by '// -----'),
+         * from 0. */
+        long long m = -1;
+        if (jvalue && json_is_integer(jvalue)) {
+            m = json_integer_value(jvalue);
+        } else {
+            char *end;
+            errno = 0;
+            m = strtoll(value, &end, 10);
+            if (errno || *end || end == value)
+                m = -1;
+        }
+        if (m < 0 || m > (1 << 20)) {
+            srv_reply_error(rp, 422, "invalid", path,
+                            "module must be an index in [0, 2^20] (0 is the "
+                            "first module of split HLO text)");
+            return -1;
+        }
+        json_object_set_new(out, key, json_integer(m));
     } else {
         srv_reply_error(rp, 422, "invalid", path,
                         "unknown override '%s' (known: loop, residuals, "
-                        "device, batch, mode)",
+                        "device, batch, mode, module)",
                         key);
         return -1;
     }
@@ -263,6 +285,67 @@ static int check_compare(json_t *body, srv_reply *rp)
     return check_body(json_object_get(body, "model"), rp);
 }
 
+static bool starts_with_ci(const char *s, const char *prefix)
+{
+    for (; *prefix; s++, prefix++)
+        if (!*s || (*s | 0x20) != (*prefix | 0x20))
+            return false;
+    return true;
+}
+
+/* HLO text posted as it is, as XLA dumps it: Content-Type text/plain, or
+ * a body whose first word is "HloModule". compare's body names two
+ * variants, so it stays JSON. */
+static bool is_raw_hlo(const char *endpoint, const srv_request *rq)
+{
+    if (strcmp(endpoint, "compare") == 0)
+        return false;
+    if (rq->content_type && starts_with_ci(rq->content_type, "text/plain"))
+        return true;
+    size_t k = 0;
+    while (k < rq->body_len && (rq->body[k] == ' ' || rq->body[k] == '\t' ||
+                                rq->body[k] == '\r' || rq->body[k] == '\n'))
+        k++;
+    return rq->body_len - k >= 9 && memcmp(rq->body + k, "HloModule", 9) == 0;
+}
+
+/* The same request as {"hlo": text}: the same canonical form and id. */
+static json_t *raw_hlo_body(const srv_request *rq, srv_reply *rp)
+{
+    json_t *text = json_stringn(rq->body, rq->body_len);
+    if (!text) {
+        srv_reply_error(rp, 400, "parse", "",
+                        "the HLO text posted as the body is not valid UTF-8 "
+                        "(or holds a NUL byte)");
+        return NULL;
+    }
+    json_t *body = json_object();
+    json_object_set_new(body, "hlo", text);
+    return body;
+}
+
+/* The body as JSON, within the nesting limit; NULL with rp filled. */
+static json_t *json_body(const srv_request *rq, const srv_limits *lim,
+                         srv_reply *rp)
+{
+    int depth = json_depth(rq->body, rq->body_len, lim->max_json_depth);
+    if (depth > lim->max_json_depth) {
+        srv_reply_error(rp, 422, "limit", "",
+                        "JSON nesting deeper than %d levels (limit "
+                        "--max-json-depth)",
+                        lim->max_json_depth);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *body = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &je);
+    if (!body)
+        /* je.text quotes the input near the error, which may be invalid
+         * UTF-8: the error object escapes it. */
+        srv_reply_json(rp, 400,
+                       srv_error_object("parse", je.text, "", je.line, je.column, NULL));
+    return body;
+}
+
 int api_request_parse(srv *s, const char *endpoint, const srv_request *rq,
                       api_request *ar, srv_reply *rp)
 {
@@ -271,26 +354,14 @@ int api_request_parse(srv *s, const char *endpoint, const srv_request *rq,
     if (rq->body_len == 0) {
         srv_reply_error(rp, 400, "parse", "",
                         "the request body is empty: send a model description "
-                        "(JSON) or {\"hlo\": \"HloModule ...\"}");
+                        "(JSON), {\"hlo\": \"HloModule ...\"} or HLO text "
+                        "(Content-Type: text/plain)");
         return -1;
     }
-    int depth = json_depth(rq->body, rq->body_len, lim->max_json_depth);
-    if (depth > lim->max_json_depth) {
-        srv_reply_error(rp, 422, "limit", "",
-                        "JSON nesting deeper than %d levels (limit "
-                        "--max-json-depth)",
-                        lim->max_json_depth);
+    json_t *body = is_raw_hlo(endpoint, rq) ? raw_hlo_body(rq, rp)
+                                            : json_body(rq, lim, rp);
+    if (!body)
         return -1;
-    }
-    json_error_t je;
-    json_t *body = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &je);
-    if (!body) {
-        /* je.text quotes the input near the error, which may be invalid
-         * UTF-8: the error object escapes it. */
-        srv_reply_json(rp, 400,
-                       srv_error_object("parse", je.text, "", je.line, je.column, NULL));
-        return -1;
-    }
     json_t *q = json_object();
     int rc = -1;
     if (!json_is_object(body)) {

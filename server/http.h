@@ -107,6 +107,7 @@ typedef struct srv_request {
     char params[SRV_MAX_PARAMS][160];
     const char *body; /* NUL-terminated */
     size_t body_len;
+    const char *content_type; /* the request's Content-Type, or NULL */
     bool in_worker;
     int64_t deadline_ns; /* absolute CLOCK_MONOTONIC */
     void *state;         /* a handler's own, kept from its first call */

@@ -408,6 +408,8 @@ static enum MHD_Result dispatch(conn_ctx *x, const char *url, const char *method
     }
     x->rq.body = x->body ? x->body : "";
     x->rq.body_len = x->len;
+    x->rq.content_type =
+        MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND, "Content-Type");
     bool bad_timeout;
     x->rq.deadline_ns = request_deadline(s, &x->rq, &bad_timeout);
     if (bad_timeout) {
