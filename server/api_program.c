@@ -14,13 +14,16 @@
 json_t *api_program_error_json(const api_program *p, const hs_error *e)
 {
     json_t *err = srv_error_json(e);
-    /* hs_error keeps what fits of an out-of-memory report; the user sees
-     * all of it. */
-    const char *whole = p->oom_report ? p->oom_report
-                        : p->prog     ? p->prog->oom_report
-                                      : NULL;
+    /* hs_error keeps what fits of an out-of-memory report or of a refusal
+     * with many blockers; the user sees all of it. */
+    const char *whole = NULL;
+    if (e->status == HS_ERR_OOM)
+        whole = p->oom_report ? p->oom_report : p->prog ? p->prog->oom_report : NULL;
+    else if (p->prog && p->prog->refusal &&
+             (e->status == HS_ERR_LIMIT || e->status == HS_ERR_UNSUPPORTED))
+        whole = p->prog->refusal;
     json_t *inner = json_object_get(err, "error");
-    if (e->status == HS_ERR_OOM && whole && inner)
+    if (whole && inner)
         json_object_set_new(inner, "message", srv_json_string(whole));
     return err;
 }

@@ -55,17 +55,18 @@ void cli_usage(const char *command, FILE *f);
  * against the device's HBM as the server checks it. module is the index of
  * the module of a split HLO file (-1: the file must hold one). for_run
  * also checks the run up front (hs_program_check_run: executable, within
- * --max-run-bytes) and draws weights and arguments. NULL with *e set; on
- * an out-of-memory failure *oom_report (when not NULL) receives XLA's
- * whole report (the caller frees it). */
+ * --max-run-bytes) and draws weights and arguments. NULL with *e set;
+ * *whole (when not NULL) then receives the error's whole text when
+ * hs_error cannot hold it: XLA's out-of-memory report, or a refusal with
+ * every blocker (the caller frees it; NULL otherwise). */
 hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
-                             hs_error *e, char **oom_report);
+                             hs_error *e, char **whole);
 /* Prints "hloscope: FILE: where: message" and returns the exit status for
  * the error's class. */
 int cli_report_error(const char *file, const hs_error *e);
-/* cli_report_error, with the whole out-of-memory report (when not NULL)
- * in place of the message; frees the report. */
-int cli_report_failure(const char *file, const hs_error *e, char *oom_report);
+/* cli_report_error, with the whole text (when not NULL, from
+ * cli_program_load) in place of the message; frees it. */
+int cli_report_failure(const char *file, const hs_error *e, char *whole);
 double cli_now_seconds(void);
 /* Writes a run's memory timeline as JSON to path (cli_train.c); 0 or -1
  * with *e. */

@@ -27,6 +27,20 @@ static bool is_hlo_file(const char *path)
     return ends_with(path, ".hlo") || ends_with(path, ".txt");
 }
 
+static int exit_status(hs_status s)
+{
+    switch (s) {
+    case HS_ERR_PARSE:
+    case HS_ERR_INVALID:
+    case HS_ERR_SHAPE:
+    case HS_ERR_LIMIT:
+    case HS_ERR_IO:
+        return HS_EXIT_USAGE;
+    default:
+        return HS_EXIT_RUNTIME;
+    }
+}
+
 int cli_report_error(const char *file, const hs_error *e)
 {
     char msg[1024];
@@ -39,32 +53,25 @@ int cli_report_error(const char *file, const hs_error *e)
     hs_error_format(&shown, msg, sizeof msg);
     fprintf(stderr, "hloscope: %s:%s%s%s\n", file, e->line > 0 ? "" : " ", msg,
             pick ? " (--module N)" : "");
-    switch (e->status) {
-    case HS_ERR_PARSE:
-    case HS_ERR_INVALID:
-    case HS_ERR_SHAPE:
-    case HS_ERR_LIMIT:
-    case HS_ERR_IO:
-        return HS_EXIT_USAGE;
-    default:
-        return HS_EXIT_RUNTIME;
-    }
+    return exit_status(e->status);
 }
 
-int cli_report_failure(const char *file, const hs_error *e, char *oom_report)
+int cli_report_failure(const char *file, const hs_error *e, char *whole)
 {
-    if (!oom_report)
+    if (!whole)
         return cli_report_error(file, e);
-    /* XLA's whole report: hs_error's message keeps only what fits. */
-    fprintf(stderr, "hloscope: %s: %s", file, oom_report);
-    if (!*oom_report || oom_report[strlen(oom_report) - 1] != '\n')
+    /* All of it (XLA's OOM report, every blocker of a refusal): hs_error's
+     * message keeps only what fits. */
+    fprintf(stderr, "hloscope: %s: %s%s%s", file, e->instruction,
+            e->instruction[0] ? ": " : "", whole);
+    if (!*whole || whole[strlen(whole) - 1] != '\n')
         fputc('\n', stderr);
-    free(oom_report);
-    return HS_EXIT_RUNTIME;
+    free(whole);
+    return exit_status(e->status);
 }
 
 hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
-                             hs_error *e, char **oom_report)
+                             hs_error *e, char **whole)
 {
     size_t len;
     char *text = hs_read_file(a->file, &len, e);
@@ -89,12 +96,16 @@ hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
     o.pipeline = a->pipeline;
     o.module = module;
     o.check_memory = true; /* as the server does: HBM is the device's */
-    o.oom_report = oom_report;
+    o.oom_report = whole;
     o.max_run_bytes = a->max_run_bytes;
     o.max_run_bytes_name = "--max-run-bytes";
     hs_program *p = hs_program_build(&src, &o, e);
     free(text);
     if (p && for_run && hs_program_materialize(p, e) != HS_OK) {
+        if (whole) {
+            *whole = p->refusal;
+            p->refusal = NULL;
+        }
         hs_program_free(p);
         return NULL;
     }

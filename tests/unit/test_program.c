@@ -403,6 +403,42 @@ static void refusal_names_every_blocker(void **state)
     assert_true(strncmp(err.message, "arguments need ", 15) == 0);
     assert_contains(err.message, "cannot be executed");
     assert_contains(err.message, "__frobnicate");
+    assert_string_equal(p->refusal, err.message);
+    hs_program_free(p);
+}
+
+/* Six kinds of blocker with 100-character names do not fit hs_error's
+ * message: the program keeps the whole refusal, every name in it. */
+static void whole_refusal_outlives_the_error_buffer(void **state)
+{
+    (void)state;
+    char text[4096], target[6][112];
+    size_t len = (size_t)snprintf(text, sizeof text,
+                                  "HloModule many\nENTRY e {\n"
+                                  "  x = f32[4] parameter(0)\n");
+    for (int k = 0; k < 6; k++) {
+        snprintf(target[k], sizeof target[k], "%d", k);
+        memset(target[k] + 1, 'a' + k, 99);
+        target[k][100] = '\0';
+        len += (size_t)snprintf(text + len, sizeof text - len,
+                                "  c%d = f32[4] custom-call(x), "
+                                "custom_call_target=\"%s\"\n",
+                                k, target[k]);
+    }
+    snprintf(text + len, sizeof text - len,
+             "  ROOT t = (f32[4], f32[4], f32[4], f32[4], f32[4], f32[4]) "
+             "tuple(c0, c1, c2, c3, c4, c5)\n}\n");
+    hs_program_options o;
+    hs_program_options_init(&o);
+    hs_error err;
+    hs_program *p = build_hlo(text, &o, &err);
+    if (!p)
+        fail_msg("%s", err.message);
+    assert_int_equal(hs_program_check_run(p, &err), HS_ERR_UNSUPPORTED);
+    assert_true(strlen(p->refusal) >= sizeof err.message);
+    for (int k = 0; k < 6; k++)
+        assert_contains(p->refusal, target[k]);
+    assert_true(strncmp(p->refusal, err.message, strlen(err.message)) == 0);
     hs_program_free(p);
 }
 
@@ -459,6 +495,7 @@ int main(void)
         cmocka_unit_test(tuple_parameter_gets_a_tensor_per_leaf),
         cmocka_unit_test(run_beyond_the_byte_limit_is_refused_before_drawing),
         cmocka_unit_test(refusal_names_every_blocker),
+        cmocka_unit_test(whole_refusal_outlives_the_error_buffer),
         cmocka_unit_test(module_diff_names_added_removed_changed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -129,6 +129,11 @@ typedef struct hs_run_options {
  * param.1); opcode 'sort' (sort has no kernel yet) x2 (first: sort.7)")
  * and err->instruction naming the first instruction of that kind. */
 hs_status hs_device_check(const hs_module *m, hs_error *err);
+/* hs_device_check, and on a refusal *report (when not NULL) receives the
+ * whole message (malloc'ed; the caller frees it), which err's fixed
+ * message may not hold. */
+hs_status hs_device_check_report(const hs_module *m, char **report,
+                                 hs_error *err);
 
 /* Runs the entry computation of m with args[i] bound to parameter(i).
  * Outputs are the leaves of the root's (possibly tuple) shape in order,

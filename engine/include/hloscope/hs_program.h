@@ -154,6 +154,10 @@ typedef struct hs_program {
      * what its scans stack after the first line; err->message holds what
      * fits of it, front doors show this. */
     char *oom_report;
+    /* A run refused by hs_program_check_run: the whole refusal (owned;
+     * every blocker, however many kinds), of which err->message holds
+     * what fits. Front doors show this. */
+    char *refusal;
 
     /* TraceTime, CompileTime, ExecuteTime, CachedCompile, UncachedCompile
      * of this program (owned). */

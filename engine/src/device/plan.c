@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
+#include "ir/strbuf.h"
 
 bool dev_dtype_executable(hs_dtype t)
 {
@@ -214,8 +215,11 @@ static int by_count(const void *a, const void *b)
     return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
 }
 
-hs_status hs_device_check(const hs_module *m, hs_error *err)
+hs_status hs_device_check_report(const hs_module *m, char **report,
+                                 hs_error *err)
 {
+    if (report)
+        *report = NULL;
     if (!m)
         return hs_error_set(err, HS_ERR_INVALID, "device check: no module");
     blocker kinds[MAX_KINDS];
@@ -253,26 +257,37 @@ hs_status hs_device_check(const hs_module *m, hs_error *err)
     if (total == 0)
         return HS_OK;
     qsort(kinds, (size_t)n_kinds, sizeof kinds[0], by_count);
-    char msg[sizeof err->message];
-    size_t len = (size_t)snprintf(msg, sizeof msg,
-                                  "%lld instruction%s cannot be executed on "
-                                  "the emulated device:",
-                                  (long long)total, total == 1 ? "" : "s");
-    for (int j = 0; j < n_kinds && j < SHOWN_KINDS && len < sizeof msg; j++)
-        len += (size_t)snprintf(msg + len, sizeof msg - len,
-                                "%s %s x%lld (first: %s)", j ? ";" : "",
-                                kinds[j].what, (long long)kinds[j].count,
-                                kinds[j].first);
-    if ((n_kinds > SHOWN_KINDS || other) && len < sizeof msg)
-        snprintf(msg + len, sizeof msg - len, "; and %lld more",
-                 (long long)(other + (n_kinds > SHOWN_KINDS
-                                          ? n_kinds - SHOWN_KINDS
-                                          : 0)));
-    hs_error_set(err, kinds[0].status, "%s", msg);
+    /* A growing string: err's message keeps what fits, *report all. */
+    hs_buf msg = {0};
+    hs__buf_printf(&msg, "%lld instruction%s cannot be executed on the "
+                         "emulated device:",
+                   (long long)total, total == 1 ? "" : "s");
+    for (int j = 0; j < n_kinds && j < SHOWN_KINDS; j++)
+        hs__buf_printf(&msg, "%s %s x%lld (first: %s)", j ? ";" : "",
+                       kinds[j].what, (long long)kinds[j].count,
+                       kinds[j].first);
+    if (n_kinds > SHOWN_KINDS || other)
+        hs__buf_printf(&msg, "; and %lld more",
+                       (long long)(other + (n_kinds > SHOWN_KINDS
+                                                ? n_kinds - SHOWN_KINDS
+                                                : 0)));
+    char *text = NULL;
+    if (hs__buf_finish(&msg, &text, NULL, "the device check", err) != HS_OK)
+        return HS_ERR_NOMEM;
+    hs_error_set(err, kinds[0].status, "%s", text);
+    if (report)
+        *report = text;
+    else
+        free(text);
     if (err)
         snprintf(err->instruction, sizeof err->instruction, "%s",
                  kinds[0].first);
     return kinds[0].status;
+}
+
+hs_status hs_device_check(const hs_module *m, hs_error *err)
+{
+    return hs_device_check_report(m, NULL, err);
 }
 
 /* Pointer -> instruction index, open addressing. */

@@ -43,6 +43,7 @@ void hs_program_free(hs_program *p)
         hs_model_free(p->model);
     hs_module_free(p->hlo);
     free(p->oom_report);
+    free(p->refusal);
     hs_metrics_free(p->metrics);
     free(p);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "ir/strbuf.h"
 #include "program/program_internal.h"
 
 static hs_status model_args(hs_program *p, hs_error *err)
@@ -85,19 +86,27 @@ hs_status hs_program_check_run(hs_program *p, hs_error *err)
     if (!p->optimized)
         return hs_error_set(err, HS_ERR_INVALID,
                             "check: the program is not compiled");
+    free(p->refusal);
+    p->refusal = NULL;
     char bytes[256];
     bool big = too_big(p, bytes, sizeof bytes);
     hs_error dev;
     hs_error_clear(&dev);
-    hs_status st = hs_device_check(p->optimized, &dev);
-    if (st == HS_OK)
-        return big ? hs_error_set(err, HS_ERR_LIMIT, "%s", bytes) : HS_OK;
-    if (err) {
+    char *blockers = NULL;
+    hs_status st = hs_device_check_report(p->optimized, &blockers, &dev);
+    if (st == HS_OK && !big)
+        return HS_OK;
+    /* The whole refusal, the short blocker first: err's message keeps
+     * what fits of it. */
+    hs_buf b = {0};
+    hs__buf_printf(&b, "%s%s%s", big ? bytes : "", big && st != HS_OK ? "; " : "",
+                   st != HS_OK ? (blockers ? blockers : dev.message) : "");
+    free(blockers);
+    if (hs__buf_finish(&b, &p->refusal, NULL, "the refusal", err) != HS_OK)
+        return HS_ERR_NOMEM;
+    if (err && st != HS_OK)
         *err = dev;
-        if (big)
-            hs_error_set(err, st, "%s; %s", bytes, dev.message);
-    }
-    return st;
+    return hs_error_set(err, st != HS_OK ? st : HS_ERR_LIMIT, "%s", p->refusal);
 }
 
 hs_status hs_program_materialize(hs_program *p, hs_error *err)
