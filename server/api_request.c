@@ -102,6 +102,18 @@ static bool one_of(const char *v, const char *const *set)
     return false;
 }
 
+/* An integer override: the JSON integer of a compare variant, or the
+ * query's text; bad when it is neither. */
+static long long integer_of(const char *value, json_t *jvalue, long long bad)
+{
+    if (jvalue && json_is_integer(jvalue))
+        return json_integer_value(jvalue);
+    char *end;
+    errno = 0;
+    long long v = strtoll(value, &end, 10);
+    return errno || *end || end == value ? bad : v;
+}
+
 /* Validates one override (from the query, or a compare variant) and adds it
  * to out. where is "?" for the query or a JSON pointer prefix ("/a/"). On
  * error fills rp and returns -1. */
@@ -146,16 +158,7 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
         }
         json_object_set_new(out, key, json_string(value));
     } else if (strcmp(key, "batch") == 0) {
-        long long b = 0;
-        if (jvalue && json_is_integer(jvalue)) {
-            b = json_integer_value(jvalue);
-        } else {
-            char *end;
-            errno = 0;
-            b = strtoll(value, &end, 10);
-            if (errno || *end || end == value)
-                b = 0;
-        }
+        long long b = integer_of(value, jvalue, 0);
         if (b <= 0 || b > (1LL << 31)) {
             srv_reply_error(rp, 422, "invalid", path,
                             "batch must be an integer in [1, 2^31]");
@@ -165,16 +168,7 @@ static int add_override(const char *key, const char *value, json_t *jvalue,
     } else if (strcmp(key, "module") == 0) {
         /* Which module of split HLO text (modules separated by '// -----'),
          * from 0. */
-        long long m = -1;
-        if (jvalue && json_is_integer(jvalue)) {
-            m = json_integer_value(jvalue);
-        } else {
-            char *end;
-            errno = 0;
-            m = strtoll(value, &end, 10);
-            if (errno || *end || end == value)
-                m = -1;
-        }
+        long long m = integer_of(value, jvalue, -1);
         if (m < 0 || m > (1 << 20)) {
             srv_reply_error(rp, 422, "invalid", path,
                             "module must be an index in [0, 2^20] (0 is the "

@@ -71,9 +71,14 @@ static hs_status dump_all(const char *dir, const hs_program *p,
 
 static void print_output(int k, const hs_tensor *t)
 {
-    char shape[256];
-    hs_shape_print(&t->shape, false, shape, sizeof shape);
-    printf("output %d:     %s", k, shape);
+    /* Whole, however long: hs_shape_print says how much it needs. */
+    char small[256], *shape = small;
+    int n = hs_shape_print(&t->shape, false, small, sizeof small);
+    if (n >= (int)sizeof small && (shape = malloc((size_t)n + 1)))
+        hs_shape_print(&t->shape, false, shape, (size_t)n + 1);
+    printf("output %d:     %s", k, shape ? shape : small);
+    if (shape != small)
+        free(shape);
     if (t->shape.dtype == HS_F32) {
         int64_t n = hs_tensor_elements(t);
         const float *v = hs_tensor_f32(t);

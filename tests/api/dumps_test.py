@@ -6,8 +6,8 @@ refused up front on shapes, whole out-of-memory reports and shapes.
     dumps_test.py HLOSCOPE_BIN SOURCE_DIR TEST_NAME     one test (CTest)
     dumps_test.py HLOSCOPE_BIN SOURCE_DIR --list        the test names
 
-The inputs are XLA's own files in ../shared/hlo-samples. Uses the Server
-helper of api_test.py.
+The inputs are XLA's own files in ../shared/hlo-samples. Runs through
+api_test.py's main (its Server, one per test).
 """
 import json
 import os
@@ -17,14 +17,24 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import api_test as base  # noqa: E402
-from api_test import Fail, Server, check, error_of, example  # noqa: E402
+from api_test import Server, check, error_of, example  # noqa: E402
 
 TESTS = {}
 
 
 def test(*flags):
+    """Registers a test; flags start its server with them instead."""
     def register(fn):
-        TESTS[fn.__name__] = (fn, flags)
+        def with_flags(s):
+            if not flags:
+                return fn(s)
+            s.close()
+            s = Server(*flags)
+            try:
+                fn(s)
+            finally:
+                s.close()
+        TESTS[fn.__name__] = with_flags
         return fn
     return register
 
@@ -155,25 +165,7 @@ def output_shape_is_never_cut(s):
     check(shapes and shapes[0] == "(%s)" % leaves, "buffer shapes are whole", shapes[:1])
 
 
-def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    base.BIN, base.SRC = sys.argv[1], os.path.abspath(sys.argv[2])
-    name = sys.argv[3]
-    if name == "--list":
-        print("\n".join(TESTS))
-        return
-    fn, flags = TESTS[name]
-    s = Server(*flags)
-    try:
-        fn(s)
-    except Fail as f:
-        print("FAIL %s: %s" % (name, f))
-        sys.exit(1)
-    finally:
-        s.close()
-    print("ok %s" % name)
-
-
 if __name__ == "__main__":
-    main()
+    base.TESTS.clear()
+    base.TESTS.update(TESTS)
+    base.main()

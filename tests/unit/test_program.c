@@ -226,6 +226,14 @@ static void training_step_of_a_forward_program(void **state)
     hs_program_free(fwd);
 }
 
+static hs_program *build_hlo(const char *text, const hs_program_options *o,
+                             hs_error *err)
+{
+    hs_program_source src = {.kind = HS_SOURCE_HLO, .text = text, .len = strlen(text)};
+    hs_error_clear(err);
+    return hs_program_build(&src, o, err);
+}
+
 static void hlo_source_and_its_arguments(void **state)
 {
     (void)state;
@@ -234,24 +242,15 @@ static void hlo_source_and_its_arguments(void **state)
                        "  x = f32[4] parameter(0)\n"
                        "  ROOT y = f32[4] add(x, x)\n"
                        "}\n";
-    hs_program_source src = {.kind = HS_SOURCE_HLO, .text = text, .len = strlen(text)};
     hs_program_options o;
     hs_program_options_init(&o);
     hs_error err;
-    hs_program *p = hs_program_build(&src, &o, &err);
+    hs_program *p = build_hlo(text, &o, &err);
     assert_non_null(p);
     assert_string_equal(p->device->name, hs_device_default_name());
     assert_int_equal(hs_program_materialize(p, &err), HS_OK);
     assert_int_equal(p->n_args, 1);
     hs_program_free(p);
-}
-
-static hs_program *build_hlo(const char *text, const hs_program_options *o,
-                             hs_error *err)
-{
-    hs_program_source src = {.kind = HS_SOURCE_HLO, .text = text, .len = strlen(text)};
-    hs_error_clear(err);
-    return hs_program_build(&src, o, err);
 }
 
 /* XLA's --split-input-file convention: modules separated by '// -----'. */
