@@ -32,6 +32,8 @@ static void usage(FILE *f)
             "  serve [--port 8080] [--bind 127.0.0.1] [--data DIR] [--examples DIR] ...\n"
             "               the REST API (docs/API.md); `serve --help` lists the limits\n"
             "\n"
+            "`hloscope COMMAND --help` lists every option of a command\n"
+            "(compile and run: --module N of split HLO files; run: --max-run-bytes)\n"
             "exit status: 0 ok, 1 runtime failure, 2 bad input\n");
 }
 
