@@ -105,7 +105,9 @@ hs_status hs_program_check_run(hs_program *p, hs_error *err)
     if (hs__buf_finish(&b, &p->refusal, NULL, "the refusal", err) != HS_OK)
         return HS_ERR_NOMEM;
     if (err && st != HS_OK)
-        *err = dev;
+        *err = dev; /* keeps the first blocked instruction */
+    else
+        hs_error_clear(err);
     return hs_error_set(err, st != HS_OK ? st : HS_ERR_LIMIT, "%s", p->refusal);
 }
 
