@@ -27,6 +27,7 @@ typedef struct cli_args {
     const char *device;   /* NULL keeps the model's */
     const char *pipeline; /* NULL: the default pipeline */
     const char *dump;     /* run: directory for .npy files */
+    const char *args_dir; /* run: an HLO module's arguments as .npy files */
     const char *memory;   /* run: memory timeline JSON file */
     long long batch;
     bool metrics;         /* print the metrics report */

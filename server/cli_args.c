@@ -47,7 +47,7 @@ void cli_usage(const char *command, FILE *f)
                 "plus the assigned peak must fit --max-run-bytes; otherwise it is\n"
                 "refused at once naming every blocker. An HLO module's arguments are\n"
                 "drawn for every leaf of its parameters (tuple parameters included):\n"
-                "f32 ~ U(-1, 1) from seed 0, other types zeros.\n"
+                "f32 ~ U(-1, 1) from seed 0, other types zeros; or given with --args.\n"
                 "\n"
                 "options:\n"
                 "  --module N              of a split file, run module N (from 0); required\n"
@@ -56,7 +56,10 @@ void cli_usage(const char *command, FILE *f)
                 "                          k, M, G, T are powers of 1000; 0: no limit)\n"
                 "  --device NAME           device preset (`hloscope devices`)\n"
                 "  --pipeline SPEC         pass pipeline (docs/PASSES.md)\n"
-                "  --dump DIR              write arguments and outputs as .npy files\n"
+                "  --dump DIR              write arguments (DIR/params) and outputs as .npy files\n"
+                "  --args DIR              an HLO module's arguments from DIR/<leaf>.npy instead\n"
+                "                          of drawn (leaf: the parameter's name, then .i per\n"
+                "                          tuple index, as --dump names them)\n"
                 "  --memory OUT.json       write the memory timeline (docs/MEMORY_TIMELINE.md)\n"
                 "  --loop scan|unrolled    a model's layer loop\n"
                 "  --residuals POLICY      save|remat|offload|remat_offload|auto\n"
@@ -149,6 +152,8 @@ int cli_parse_args(int argc, char **argv, cli_args *a, bool is_run)
             slot = &a->pipeline;
         else if (strcmp(arg, "--dump") == 0 && is_run)
             slot = &a->dump;
+        else if (strcmp(arg, "--args") == 0 && is_run)
+            slot = &a->args_dir;
         else if (strcmp(arg, "--memory") == 0 && is_run)
             slot = &a->memory;
         else if (strcmp(arg, "--frontend") == 0 && is_run)

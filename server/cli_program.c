@@ -80,11 +80,13 @@ hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
     hs_program_source src = {.kind = is_hlo_file(a->file) ? HS_SOURCE_HLO
                                                           : HS_SOURCE_MODEL,
                              .text = text, .len = len};
-    if (a->module >= 0 && src.kind != HS_SOURCE_HLO) {
+    if ((a->module >= 0 || a->args_dir) && src.kind != HS_SOURCE_HLO) {
         free(text);
         hs_error_set(e, HS_ERR_INVALID,
-                     "--module picks a module of a split HLO file; a model "
-                     "description is one program");
+                     a->module >= 0 ? "--module picks a module of a split HLO "
+                                      "file; a model description is one program"
+                                    : "--args gives an HLO module's arguments; "
+                                      "a model draws its weights and input");
         return NULL;
     }
     hs_program_options o;
@@ -99,6 +101,7 @@ hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
     o.oom_report = whole;
     o.max_run_bytes = a->max_run_bytes;
     o.max_run_bytes_name = "--max-run-bytes";
+    o.args_dir = a->args_dir;
     hs_program *p = hs_program_build(&src, &o, e);
     free(text);
     if (p && for_run && hs_program_materialize(p, e) != HS_OK) {

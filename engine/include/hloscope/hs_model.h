@@ -235,6 +235,13 @@ int hs_model_args(const hs_model *m, hs_tensor **args, int cap);
  * types zeros. Returns a malloc'ed array of *n new tensors (free each with
  * hs_tensor_free, then the array), or NULL with *err (host OOM). */
 hs_tensor **hs_model_hlo_args(const hs_module *m, int *n, hs_error *err);
+/* The same arguments given instead of drawn: leaf L read from
+ * dir/<name of L>.npy (as `run --dump DIR` writes them under params/),
+ * which must hold the leaf's element type and dims. NULL with *err naming
+ * the leaf and the file when one is missing, unreadable or of another
+ * shape. dir NULL: hs_model_hlo_args. */
+hs_tensor **hs_model_hlo_args_read(const hs_module *m, const char *dir, int *n,
+                                   hs_error *err);
 /* The name of argument leaf `leaf` of hs_model_hlo_args: the parameter's
  * name, then ".i" per tuple index ("arg_tuple.1" is the second element of
  * parameter arg_tuple). false when there is no such leaf. */

@@ -121,6 +121,9 @@ typedef struct hs_program_options {
      * (e.g. "--max-run-bytes"); NULL: "the run limit". */
     double max_run_bytes;
     const char *max_run_bytes_name;
+    /* HLO source: the run's arguments are read from args_dir/<leaf>.npy
+     * (hs_model_hlo_args_read) instead of drawn. NULL: drawn. */
+    const char *args_dir;
 } hs_program_options;
 
 void hs_program_options_init(hs_program_options *o);

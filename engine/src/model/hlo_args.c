@@ -1,12 +1,14 @@
 /* hlo_args.c - arguments for an imported HLO module, drawn from the same
- * generator as model parameters so that runs of a .hlo file repeat. A
- * tuple-shaped parameter (XLA's "tupled" entry, one argument holding them
- * all) gets one tensor per leaf, in the order the device binds them. */
+ * generator as model parameters so that runs of a .hlo file repeat, or
+ * read from .npy files named after each leaf. A tuple-shaped parameter
+ * (XLA's "tupled" entry, one argument holding them all) gets one tensor
+ * per leaf, in the order the device binds them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_npy.h"
 
 /* The leaves of one parameter, depth first: a visitor called with each
  * array shape and its name ("p" for an array parameter, "p.1.0" for the
@@ -46,11 +48,38 @@ static hs_status walk_params(const hs_module *m, leaf_fn fn, void *user,
 }
 
 typedef struct drawn {
+    const char *dir; /* read from dir/<leaf>.npy; NULL: draw */
     hs_tensor **args;
     int n, cap;
 } drawn;
 
-static hs_status draw_leaf(const hs_shape *leaf, const char *name, void *user,
+/* dir/<leaf>.npy, which must hold the leaf's element type and dims. */
+static hs_tensor *read_leaf(const char *dir, const hs_shape *leaf,
+                            const char *name, hs_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+    hs_tensor *t = hs_npy_read(path, err);
+    if (!t) {
+        if (err) {
+            char msg[sizeof err->message];
+            memcpy(msg, err->message, sizeof msg);
+            hs_error_set(err, err->status, "argument %s: %s", name, msg);
+        }
+    } else if (!hs_shape_compatible(&t->shape, leaf)) {
+        char want[128], got[128];
+        hs_shape_print(leaf, false, want, sizeof want);
+        hs_shape_print(&t->shape, false, got, sizeof got);
+        hs_error_set(err, HS_ERR_INVALID,
+                     "argument %s: %s holds %s, the parameter needs %s", name,
+                     path, got, want);
+        hs_tensor_free(t);
+        t = NULL;
+    }
+    return t;
+}
+
+static hs_status make_leaf(const hs_shape *leaf, const char *name, void *user,
                            hs_error *err)
 {
     drawn *d = user;
@@ -61,6 +90,13 @@ static hs_status draw_leaf(const hs_shape *leaf, const char *name, void *user,
             return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         d->args = grown;
         d->cap = cap;
+    }
+    if (d->dir) {
+        hs_tensor *t = read_leaf(d->dir, leaf, name, err);
+        if (!t)
+            return err ? err->status : HS_ERR_IO;
+        d->args[d->n++] = t;
+        return HS_OK;
     }
     hs_tensor *t = hs_tensor_new(leaf);
     if (!t) {
@@ -78,9 +114,15 @@ static hs_status draw_leaf(const hs_shape *leaf, const char *name, void *user,
 
 hs_tensor **hs_model_hlo_args(const hs_module *m, int *n, hs_error *err)
 {
-    drawn d = {0};
+    return hs_model_hlo_args_read(m, NULL, n, err);
+}
+
+hs_tensor **hs_model_hlo_args_read(const hs_module *m, const char *dir, int *n,
+                                   hs_error *err)
+{
+    drawn d = {.dir = dir};
     *n = 0;
-    if (walk_params(m, draw_leaf, &d, err) != HS_OK) {
+    if (walk_params(m, make_leaf, &d, err) != HS_OK) {
         for (int k = 0; k < d.n; k++)
             hs_tensor_free(d.args[k]);
         free(d.args);

@@ -129,7 +129,7 @@ hs_status hs_program_materialize(hs_program *p, hs_error *err)
          * drawn above; its entry arguments are not these. */
         return HS_OK;
     }
-    p->args = hs_model_hlo_args(p->hlo, &p->n_args, err);
+    p->args = hs_model_hlo_args_read(p->hlo, p->options.args_dir, &p->n_args, err);
     return p->args ? HS_OK : (err ? err->status : HS_ERR_NOMEM);
 }
 
