@@ -345,21 +345,32 @@ static void tuple_parameter_gets_a_tensor_per_leaf(void **state)
     hs_program_free(p);
 }
 
-static void run_beyond_the_byte_limit_is_refused_before_drawing(void **state)
+/* A module of one f32[1000,1000] argument (4 MB) whose root is `root`,
+ * built with a run limit of `limit` bytes. */
+static hs_program *limited(const char *root, double limit)
 {
-    (void)state;
-    const char *text = "HloModule big\n"
-                       "ENTRY e {\n"
-                       "  x = f32[1000,1000] parameter(0)\n"
-                       "  ROOT y = f32[1000,1000] negate(x)\n"
-                       "}\n";
+    char text[512];
+    snprintf(text, sizeof text,
+             "HloModule limited\nENTRY e {\n"
+             "  x = f32[1000,1000] parameter(0)\n"
+             "  ROOT y = f32[1000,1000] %s\n}\n",
+             root);
     hs_program_options o;
     hs_program_options_init(&o);
-    o.max_run_bytes = 1e6;
+    o.max_run_bytes = limit;
     o.max_run_bytes_name = "--max-run-bytes";
     hs_error err;
     hs_program *p = build_hlo(text, &o, &err);
-    assert_non_null(p);
+    if (!p)
+        fail_msg("%s", err.message);
+    return p;
+}
+
+static void run_beyond_the_byte_limit_is_refused_before_drawing(void **state)
+{
+    (void)state;
+    hs_program *p = limited("negate(x)", 1e6);
+    hs_error err;
     int64_t t0 = hs_now_ns();
     assert_int_equal(hs_program_materialize(p, &err), HS_ERR_LIMIT);
     assert_true(hs_now_ns() - t0 < 1000000000);
@@ -369,15 +380,13 @@ static void run_beyond_the_byte_limit_is_refused_before_drawing(void **state)
     hs_format_bytes(1000000, limit, sizeof limit);
     snprintf(want, sizeof want, "arguments need %s > --max-run-bytes %s", args, limit);
     assert_string_equal(err.message, want);
-    /* The arguments fit a larger limit, arguments and peak do not. */
     hs_program_free(p);
-    o.max_run_bytes = 6e6;
-    p = build_hlo(text, &o, &err);
+    /* The arguments fit a larger limit, arguments and peak do not. */
+    p = limited("negate(x)", 6e6);
     assert_int_equal(hs_program_check_run(p, &err), HS_ERR_LIMIT);
     assert_contains(err.message, "and the assigned peak");
     hs_program_free(p);
-    o.max_run_bytes = 0; /* no limit */
-    p = build_hlo(text, &o, &err);
+    p = limited("negate(x)", 0); /* no limit */
     assert_int_equal(hs_program_check_run(p, &err), HS_OK);
     hs_program_free(p);
 }
@@ -385,19 +394,8 @@ static void run_beyond_the_byte_limit_is_refused_before_drawing(void **state)
 static void refusal_names_every_blocker(void **state)
 {
     (void)state;
-    const char *text = "HloModule blocked\n"
-                       "ENTRY e {\n"
-                       "  x = f32[1000,1000] parameter(0)\n"
-                       "  ROOT y = f32[1000,1000] custom-call(x), "
-                       "custom_call_target=\"__frobnicate\"\n"
-                       "}\n";
-    hs_program_options o;
-    hs_program_options_init(&o);
-    o.max_run_bytes = 1e6;
-    o.max_run_bytes_name = "--max-run-bytes";
+    hs_program *p = limited("custom-call(x), custom_call_target=\"__frobnicate\"", 1e6);
     hs_error err;
-    hs_program *p = build_hlo(text, &o, &err);
-    assert_non_null(p);
     assert_int_equal(hs_program_check_run(p, &err), HS_ERR_UNSUPPORTED);
     assert_true(strncmp(err.message, "arguments need ", 15) == 0);
     assert_contains(err.message, "cannot be executed");
