@@ -37,7 +37,8 @@ enum {
     HS_LAYOUT_START_TRIES = 3,
     HS_LAYOUT_IDLE_MS = 30000,    /* idle workers beyond the spares (after
                                      a burst) leave after this long */
-    HS_LAYOUT_CTL_FD = 3          /* a layout process's control socket */
+    HS_LAYOUT_CTL_FD = 3          /* a layout process's control socket
+                                     (HS_SPAWN_CTL_FD) */
 };
 
 /* Defaults of the server's pool, each overridable by the environment
@@ -96,10 +97,6 @@ typedef struct hs_layout_status {
 } hs_layout_status;
 
 int64_t hs__now_ms(void);
-/* Writes all n bytes (EINTR retried, no SIGPIPE on sockets). */
-bool hs__write_all(int fd, const void *data, size_t n);
-/* Closes every descriptor from `from` on. */
-void hs__close_from(int from);
 /* Sends one status message (a SOCK_SEQPACKET record or stream bytes). */
 bool hs__send_status(int fd, int event, pid_t pid, int wstatus,
                      bool timed_out, int error);
@@ -112,9 +109,8 @@ typedef enum hs_layout_role {
 } hs_layout_role;
 
 /* Starts a new process from this program's executable (or the one named by
- * HS_LAYOUT_EXE) in the given role, with ctl_fd as its descriptor 3,
- * /dev/null as stdin and stdout, stderr shared, no other descriptor, every
- * signal at its default and none blocked. 0 or an errno value. */
+ * HS_LAYOUT_EXE) in the given role, with ctl_fd as its descriptor 3
+ * (hs_spawn_self). 0 or an errno value. */
 int hs__layout_spawn(hs_layout_role role, int ctl_fd, pid_t *pid);
 
 /* The server's loop on its control socket; never returns. */

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +19,7 @@
 #endif
 
 #include "hloscope/hs_ir.h"
+#include "hloscope/hs_process.h"
 #include "render/layout_internal.h"
 
 int64_t hs__now_ms(void)
@@ -27,42 +27,12 @@ int64_t hs__now_ms(void)
     return hs_now_ns() / 1000000;
 }
 
-bool hs__write_all(int fd, const void *data, size_t n)
-{
-    const char *p = data;
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == ENOTSOCK)
-            w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-void hs__close_from(int from)
-{
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, (unsigned)from, ~0u, 0u) == 0)
-        return;
-#endif
-    long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 65536)
-        max = 65536;
-    for (long k = from; k < max; k++)
-        close((int)k);
-}
-
 bool hs__send_status(int fd, int event, pid_t pid, int wstatus,
                      bool timed_out, int error)
 {
     hs_layout_status s = {HS_LAYOUT_MAGIC, event, (int32_t)pid, wstatus,
                           timed_out, error};
-    return hs__write_all(fd, &s, sizeof s);
+    return hs_write_all(fd, &s, sizeof s);
 }
 
 /* ---- the pool ------------------------------------------------------------- */

@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #endif
 
+#include "hloscope/hs_process.h"
 #include "render/layout_internal.h"
 
 /* Largest DOT text a worker accepts. */
@@ -93,8 +94,8 @@ static int capture_error(char *msg)
 static void reply(int fd, hs_layout_result r, const char *data, size_t len)
 {
     hs_layout_frame f = {HS_LAYOUT_MAGIC, (uint32_t)r, (uint64_t)len};
-    if (hs__write_all(fd, &f, sizeof f))
-        hs__write_all(fd, data, len);
+    if (hs_write_all(fd, &f, sizeof f))
+        hs_write_all(fd, data, len);
 }
 
 /* Answers with Graphviz's first message (or the fallback); false: the
