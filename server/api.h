@@ -87,11 +87,47 @@ int api_check_run_limits(srv *s, hs_program *prog, double runs, const char *what
 
 /* ---- results ------------------------------------------------------------- */
 
-/* Computes the result of a compile / run / compare request: *status is the
- * HTTP status, *summary the result JSON (or error object), *metrics the
- * compile report and metrics (NULL on error). Stores successes. */
-void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
-                 int *status, json_t **summary, json_t **metrics);
+/* What a compile / run / compare request produced, in the form the server
+ * stores: computed in the server process (the CLI's path, --isolate 0) or
+ * in a worker process that sends it back (worker_pool.c), then committed
+ * by the server, which alone holds the store and the LRU. */
+typedef struct api_artefact {
+    char key[96];     /* "<id>/hlo/traced" */
+    const char *type; /* static content type */
+    char *data;       /* malloc'ed */
+    size_t len;
+} api_artefact;
+
+typedef struct api_outcome {
+    int status;      /* HTTP status */
+    char *summary;   /* the result, or an error object (JSON text) */
+    char *metrics;   /* compile report and metrics (JSON text), or NULL */
+    bool keep;       /* store it: a result, or an error the same input
+                        always gives (400, 422, a crash) */
+    api_artefact artefacts[2]; /* HLO text for the LRU */
+    int n_artefacts;
+    /* /v1/compare keeps each variant as a compile result of its own */
+    struct {
+        char *request, *summary, *metrics;
+        char id[API_ID_LEN + 1];
+    } variants[2];
+    int n_variants;
+    bool out_of_memory; /* the engine ran out of host memory (HS_ERR_NOMEM) */
+    /* counted in a worker process, added to the server's /metrics */
+    int64_t compile_hits, compile_misses, buffer_assignments;
+} api_outcome;
+
+/* Computes ar in this process into out (nothing stored). */
+void api_execute_compute(srv *s, const api_request *ar, int64_t deadline_ns,
+                         api_outcome *out);
+/* Stores out (result, artefacts, variants, counters) under ar's id. */
+void api_outcome_commit(srv *s, const api_request *ar, const api_outcome *out);
+/* out as one JSON text (what a worker sends back), and back. */
+char *api_outcome_dumps(const api_outcome *out);
+int api_outcome_loads(const char *text, api_outcome *out);
+/* out from an error object (code, message) with status; keep: store it. */
+void api_outcome_error(api_outcome *out, int status, bool keep, json_t *error);
+void api_outcome_free(api_outcome *out);
 
 /* The compile summary of p (ids and links included). */
 json_t *api_summary_compile(const api_request *ar, const api_program *p);
@@ -104,7 +140,7 @@ json_t *api_links(const char *id, const char *endpoint);
  * api_program_memory_json). */
 json_t *api_memory_json(const hs_module *m, const char *device, bool timeline);
 json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
-                    hs_error *e);
+                    api_outcome *out, hs_error *e);
 /* Marks the pending request id (NULL: every pending request, at start) as
  * interrupted, saying why: a GET then answers 500 `interrupted` instead of
  * computing it again (api_results.c). */

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "api.h"
-#include "store.h"
 
 #define DIFF_LIST_MAX 100
 
@@ -73,7 +72,7 @@ static double ratio(json_t *a, json_t *b)
     return x > 0 ? y / x : 0;
 }
 
-static json_t *variant_summary(srv *s, const char *label, json_t *variant,
+static json_t *variant_summary(api_outcome *out, const char *label, json_t *variant,
                                const api_request *sub, const api_program *p)
 {
     json_t *sum = api_summary_compile(sub, p);
@@ -81,11 +80,17 @@ static json_t *variant_summary(srv *s, const char *label, json_t *variant,
     json_t *met = api_metrics_json(p);
     char *mtext = json_dumps(met, JSON_COMPACT);
     json_decref(met);
-    /* Keep the variant as a compile result of its own. */
-    if (text && store_put_request(s->store, sub->id, "compile", sub->text) == 0)
-        store_put_result(s->store, sub->id, 200, text, mtext);
-    free(text);
-    free(mtext);
+    /* Kept as a compile result of its own (api_outcome_commit). */
+    int k = out->n_variants;
+    if (text && k < 2 && (out->variants[k].request = strdup(sub->text))) {
+        snprintf(out->variants[k].id, sizeof out->variants[k].id, "%s", sub->id);
+        out->variants[k].summary = text;
+        out->variants[k].metrics = mtext;
+        out->n_variants++;
+    } else {
+        free(text);
+        free(mtext);
+    }
     json_t *o = json_pack("{s:s, s:O}", "label", label, "variant", variant);
     json_object_update(o, sum);
     json_decref(sum);
@@ -93,7 +98,7 @@ static json_t *variant_summary(srv *s, const char *label, json_t *variant,
 }
 
 json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
-                    hs_error *e)
+                    api_outcome *outcome, hs_error *e)
 {
     json_t *body = json_object_get(ar->canonical, "body");
     json_t *query = json_object_get(ar->canonical, "query");
@@ -125,7 +130,7 @@ json_t *api_compare(srv *s, const api_request *ar, int64_t deadline_ns,
             api_request_free(&sub[built]);
             break;
         }
-        side[built] = variant_summary(s, label[built], variant, &sub[built], &p[built]);
+        side[built] = variant_summary(outcome, label[built], variant, &sub[built], &p[built]);
     }
     if (built == 2) {
         json_t *mem_a = json_object_get(side[0], "memory");

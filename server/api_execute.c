@@ -1,7 +1,10 @@
 /* api_execute.c - POST /v1/compile, /v1/run and /v1/compare: one skeleton.
  * On the libmicrohttpd thread the request is canonicalized and looked up
  * by id (a stored result is answered at once); otherwise it is recorded as
- * pending and deferred to a worker, which computes, stores and answers. */
+ * pending and deferred to a pool thread, which has it computed, stores the
+ * outcome and answers. The computing happens in a worker process
+ * (worker_pool.c: a crash, an abort or runaway memory costs that request,
+ * not the server), or with --isolate 0 in this process, as the CLI does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,17 +14,22 @@
 #include "hloscope/hs_hlo_text.h"
 #include "store.h"
 #include "hloscope/hs_train.h"
+#include "worker.h"
 
-static void cache_hlo(srv *s, const char *id, const api_program *p)
+/* The traced and optimized HLO text, for the LRU (the server commits). */
+static void cache_hlo(const api_request *ar, const api_program *p, api_outcome *out)
 {
     const hs_module *mods[2] = {api_program_traced(p), hs_executable_module(p->exe)};
     static const char *const stage[2] = {"traced", "optimized"};
     for (int k = 0; k < 2; k++) {
-        char key[96], *text = hs_hlo_print(mods[k]);
-        snprintf(key, sizeof key, "%s/hlo/%s", id, stage[k]);
-        if (text)
-            store_lru_put(s->lru, key, text, strlen(text), "text/plain; charset=utf-8");
-        free(text);
+        char *text = hs_hlo_print(mods[k]);
+        if (!text)
+            continue;
+        api_artefact *a = &out->artefacts[out->n_artefacts++];
+        snprintf(a->key, sizeof a->key, "%s/hlo/%s", ar->id, stage[k]);
+        a->type = "text/plain; charset=utf-8";
+        a->data = text;
+        a->len = strlen(text);
     }
 }
 
@@ -194,22 +202,23 @@ static char *dumps(json_t *o)
     return o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 }
 
-void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
-                 int *status, json_t **summary, json_t **metrics)
+void api_execute_compute(srv *s, const api_request *ar, int64_t deadline_ns,
+                         api_outcome *out)
 {
+    memset(out, 0, sizeof *out);
     hs_error e;
     hs_error_clear(&e);
     json_t *body = json_object_get(ar->canonical, "body");
     json_t *query = json_object_get(ar->canonical, "query");
     json_t *sum = NULL, *met = NULL, *failed = NULL;
     if (strcmp(ar->endpoint, "compare") == 0) {
-        sum = api_compare(s, ar, deadline_ns, &e);
+        sum = api_compare(s, ar, deadline_ns, out, &e);
     } else {
         api_program p;
         bool run = strcmp(ar->endpoint, "run") == 0;
         if (api_program_build(s, body, query, run, deadline_ns, &p, &e) == 0) {
             sum = api_summary_compile(ar, &p);
-            cache_hlo(s, ar->id, &p);
+            cache_hlo(ar, &p, out);
             if (run && run_program(s, &p, sum, deadline_ns, &e) != 0) {
                 json_decref(sum);
                 sum = NULL;
@@ -221,35 +230,47 @@ void api_execute(srv *s, const api_request *ar, int64_t deadline_ns,
             failed = api_program_error_json(&p, &e);
         api_program_free(&p);
     }
-    if (sum) {
-        *status = 200;
-        char *st = dumps(sum), *mt = dumps(met);
-        if (st) {
-            store_put_result(s->store, ar->id, 200, st, mt);
-            char key[64];
-            snprintf(key, sizeof key, "%s/summary", ar->id);
-            store_lru_put(s->lru, key, st, strlen(st), "application/json");
-        }
-        free(st);
-        free(mt);
+    if (sum && (out->summary = dumps(sum)) != NULL) {
+        out->status = 200;
+        out->metrics = dumps(met);
+        out->keep = true;
     } else {
-        *status = srv_status_for(e.status);
-        sum = failed ? failed : srv_error_json(&e);
+        if (sum)
+            hs_error_set(&e, HS_ERR_NOMEM, "out of host memory");
         /* Bad input gives the same error every time: keep it, so that the
          * result link explains itself. Deadlines and shutdown are not
-         * kept: the request stays pending and is recomputed on demand. */
-        if (*status == 400 || *status == 422) {
-            char *st = dumps(sum);
-            if (st)
-                store_put_result(s->store, ar->id, *status, st, NULL);
-            free(st);
-        }
+         * kept: the request stays pending (a GET says so, then calls it
+         * interrupted) and only a POST computes it again. */
+        out->out_of_memory = e.status == HS_ERR_NOMEM;
+        int status = srv_status_for(e.status);
+        api_outcome_error(out, status, status == 400 || status == 422,
+                          failed && !sum ? failed : srv_error_json(&e));
     }
-    *summary = sum;
-    if (metrics)
-        *metrics = met;
-    else
-        json_decref(met);
+    json_decref(sum);
+    json_decref(met);
+}
+
+void api_outcome_commit(srv *s, const api_request *ar, const api_outcome *out)
+{
+    for (int k = 0; k < out->n_variants; k++)
+        if (out->variants[k].request && out->variants[k].summary &&
+            store_put_request(s->store, out->variants[k].id, "compile",
+                              out->variants[k].request) == 0)
+            store_put_result(s->store, out->variants[k].id, 200,
+                             out->variants[k].summary, out->variants[k].metrics);
+    for (int k = 0; k < out->n_artefacts; k++)
+        store_lru_put(s->lru, out->artefacts[k].key, out->artefacts[k].data,
+                      out->artefacts[k].len, out->artefacts[k].type);
+    if (out->keep && out->summary)
+        store_put_result(s->store, ar->id, out->status, out->summary, out->metrics);
+    if (out->status == 200 && out->summary) {
+        char key[64];
+        snprintf(key, sizeof key, "%s/summary", ar->id);
+        store_lru_put(s->lru, key, out->summary, strlen(out->summary),
+                      "application/json");
+    }
+    srv_metrics_compile_cache(s->metrics, out->compile_hits, out->compile_misses);
+    srv_metrics_worker_assignments(s->metrics, out->buffer_assignments);
 }
 
 /* ---- the POST skeleton --------------------------------------------------- */
@@ -318,13 +339,24 @@ static srv_outcome post(srv *s, srv_request *rq, srv_reply *rp,
                                "computed by another connection");
     if (fl == API_FLIGHT_WAITED && answer_stored(s, ar->id, rp))
         return SRV_DONE;
-    int status;
-    json_t *sum;
-    api_execute(s, ar, rq->deadline_ns, &status, &sum, NULL);
+    api_outcome out;
+    if (s->workers)
+        srv_workers_execute(s, ar, rq->deadline_ns, &out);
+    else
+        api_execute_compute(s, ar, rq->deadline_ns, &out);
+    api_outcome_commit(s, ar, &out);
     if (fl == API_FLIGHT_OWNER)
         api_flight_end(s->flights, ar->id);
     snprintf(rp->cache, sizeof rp->cache, "miss");
-    return srv_reply_json(rp, status, sum);
+    if (out.summary) {
+        srv_reply_text(rp, out.status, "application/json", out.summary,
+                       strlen(out.summary));
+        out.summary = NULL; /* the reply's now */
+    } else {
+        srv_reply_error(rp, 503, "host_out_of_memory", "", "out of host memory");
+    }
+    api_outcome_free(&out);
+    return SRV_DONE;
 }
 
 srv_outcome api_post_compile(srv *s, srv_request *rq, srv_reply *rp)

@@ -51,6 +51,7 @@
 #define SRV_DEFAULT_MAX_STORE_BYTES (1LL << 30)  /* SQLite store, 1 GiB */
 #define SRV_DEFAULT_HEADER_TIMEOUT_S 10 /* connect (or last reply) to full head */
 #define SRV_DEFAULT_BODY_TIMEOUT_S 30   /* full head to full body */
+#define SRV_DEFAULT_WORKER_MEMORY (8ull << 30) /* address space per worker */
 
 typedef struct srv_limits {
     size_t max_body_bytes;       /* 413 beyond */
@@ -85,6 +86,10 @@ typedef struct srv_config {
     /* Run deferred handlers on the event-loop thread instead of the worker
      * pool: the design this server rejects, kept to measure it against. */
     int inline_work;
+    /* Compile and run requests in worker processes (worker_pool.c); 0:
+     * in the server process, as the CLI does (to measure). */
+    int isolate;
+    size_t worker_memory; /* bytes of address space per worker */
     srv_limits limits;
 } srv_config;
 
@@ -202,6 +207,11 @@ void srv_metrics_compile_cache(srv_metrics *m, int64_t hits, int64_t misses);
 void srv_metrics_result_cache(srv_metrics *m, bool hit);
 void srv_metrics_artifact_cache(srv_metrics *m, bool hit);
 void srv_metrics_render(srv_metrics *m, double seconds);
+/* The compile-cache counts so far (a worker process sends them back). */
+void srv_metrics_compile_counts(srv_metrics *m, int64_t *hits, int64_t *misses);
+/* Buffer assignments made in worker processes: /metrics adds them to
+ * this process's hs_buffers_assignment_count. */
+void srv_metrics_worker_assignments(srv_metrics *m, int64_t n);
 /* The exposition text; extra gauges come from the server. Malloc'ed. */
 char *srv_metrics_format(srv_metrics *m, const srv *s);
 
@@ -215,6 +225,7 @@ struct api_examples;
 struct api_flights;
 struct api_pins;
 struct srv_watchdog;
+struct srv_workers;
 
 struct srv {
     srv_config cfg;
@@ -225,6 +236,7 @@ struct srv {
     struct api_pins *pins;     /* results never evicted from the store */
     struct srv_watchdog *watchdog; /* read deadlines of open connections */
     hs_compile_cache *compile_cache;
+    struct srv_workers *workers; /* compile/run processes; NULL: in process */
     srv_metrics *metrics;
     srv_pool *pool;
     atomic_bool shutting_down;

@@ -31,6 +31,7 @@ struct srv_metrics {
     histogram latency[MAX_ROUTES];
     histogram render;
     atomic_ullong compile_hits, compile_misses;
+    atomic_ullong worker_assignments;
     atomic_ullong result_hits, result_misses;
     atomic_ullong artifact_hits, artifact_misses;
 };
@@ -75,6 +76,17 @@ void srv_metrics_compile_cache(srv_metrics *m, int64_t hits, int64_t misses)
 {
     atomic_fetch_add(&m->compile_hits, (unsigned long long)hits);
     atomic_fetch_add(&m->compile_misses, (unsigned long long)misses);
+}
+
+void srv_metrics_compile_counts(srv_metrics *m, int64_t *hits, int64_t *misses)
+{
+    *hits = (int64_t)atomic_load(&m->compile_hits);
+    *misses = (int64_t)atomic_load(&m->compile_misses);
+}
+
+void srv_metrics_worker_assignments(srv_metrics *m, int64_t n)
+{
+    atomic_fetch_add(&m->worker_assignments, (unsigned long long)n);
 }
 
 void srv_metrics_result_cache(srv_metrics *m, bool hit)
@@ -195,7 +207,8 @@ char *srv_metrics_format(srv_metrics *m, const srv *s)
     sb_printf(&b, "# HELP hloscope_buffer_assignments_total Buffer assignments computed (one per compiled module; hs_buffers_assignment_count).\n"
                   "# TYPE hloscope_buffer_assignments_total counter\n"
                   "hloscope_buffer_assignments_total %lld\n",
-              (long long)hs_buffers_assignment_count());
+              (long long)hs_buffers_assignment_count() +
+                  (long long)atomic_load(&m->worker_assignments));
     sb_printf(&b, "# HELP hloscope_result_cache_hits_total POSTs answered from a stored result with the same id.\n"
                   "# TYPE hloscope_result_cache_hits_total counter\n"
                   "hloscope_result_cache_hits_total %llu\n"

@@ -26,6 +26,7 @@
 #include "api.h"
 #include "http.h"
 #include "store.h"
+#include "worker.h"
 #include "hloscope/hs_render.h"
 
 double srv_now(void)
@@ -49,6 +50,8 @@ void srv_config_defaults(srv_config *c)
 #endif
     c->threads = 4;
     c->workers = 2;
+    c->isolate = 1;
+    c->worker_memory = SRV_DEFAULT_WORKER_MEMORY;
     c->conn_limit = 1024;
     /* A class behind one NAT address shares the per-IP budget (40 browsers
      * with 6 connections each), and slow clients no longer hold slots for
@@ -607,6 +610,10 @@ static const option_row k_options[] = {
     {"--max-inflight", OPT_INT, CFG(limits.max_inflight), "compiles/runs at once (429)"},
     {"--inline-work", OPT_INT, CFG(inline_work),
      "1: work on the event loop (to measure)"},
+    {"--isolate", OPT_INT, CFG(isolate),
+     "1: compiles/runs in worker processes; 0: in process"},
+    {"--worker-memory", OPT_SIZE, CFG(worker_memory),
+     "bytes of address space per worker (0: none)"},
 };
 #define N_OPTIONS ((int)(sizeof k_options / sizeof k_options[0]))
 
@@ -754,6 +761,7 @@ static void srv_free(srv *s)
 {
     watchdog_stop(s->watchdog);
     srv_pool_free(s->pool);
+    srv_workers_free(s->workers);
     hs_render_shutdown();
     store_close(s->store);
     api_pins_free(s->pins);
@@ -807,6 +815,14 @@ int hs_cli_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    /* One compile/run process per pool thread (worker.h): spawned, not
+     * forked, so starting them among threads is safe. */
+    if (s.cfg.isolate && !s.cfg.inline_work &&
+        !(s.workers = srv_workers_new(s.cfg.workers, s.cfg.worker_memory, &e))) {
+        fprintf(stderr, "hloscope serve: %s\n", e.message);
+        srv_free(&s);
+        return 1;
+    }
     s.pool = srv_pool_new(s.cfg.workers);
     s.watchdog = watchdog_start(&s.cfg);
     if (!s.lru || !s.compile_cache || !s.metrics || !s.flights || !s.pool ||
