@@ -14,6 +14,7 @@
 #include "api_render.h"
 #include "hloscope/hs_hlo_text.h"
 #include "store.h"
+#include "worker.h"
 
 /* What an artefact handler makes from a compiled program. */
 typedef int (*artefact_fn)(srv *s, const srv_request *rq, const char *id,
@@ -349,9 +350,11 @@ static int make_memory_svg(srv *s, const srv_request *rq, const char *id,
  * (api_steps.c); it needs no compiled program of its own. Its host times
  * are measured, so the chart is drawn from the cached steps.json of the
  * same settings when there is one (and caches the JSON it computes): the
- * chart and the JSON show the same figures. */
+ * chart and the JSON show the same figures. With workers the steps run in
+ * one (worker_steps.c). 0 and *r filled; 1: rp has the steps' error (a
+ * crashed worker's included); -1 with *e set. */
 static int steps_of(srv *s, const srv_request *rq, const char *id,
-                    const store_row *row, hs_steps_result *r, hs_error *e)
+                    const store_row *row, hs_steps_result *r, srv_reply *rp, hs_error *e)
 {
     api_steps_params sp;
     char key[512], *data;
@@ -371,16 +374,23 @@ static int steps_of(srv *s, const srv_request *rq, const char *id,
                      "the result is not finished; POST its request to compute it");
         return -1;
     }
-    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &s->cancel, r,
-                      e) != 0)
-        return -1;
-    json_t *j = api_steps_json(id, r);
-    char *text = j ? json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-    json_decref(j);
-    if (text)
-        store_lru_put(s->lru, key, text, strlen(text), "application/json");
-    free(text);
-    return 0;
+    /* In a worker process (worker_steps.c): an error is answered as is. */
+    api_outcome out;
+    api_steps_compute(s, id, row->request, row->summary, &sp, rq->deadline_ns, &out);
+    int rc = 1;
+    if (out.status == 200 && api_steps_from_json(out.summary, r) == 0) {
+        store_lru_put(s->lru, key, out.summary, strlen(out.summary), "application/json");
+        rc = 0;
+    } else if (out.status != 200) {
+        srv_reply_text(rp, out.status, "application/json", out.summary,
+                       strlen(out.summary));
+        out.summary = NULL;
+    } else {
+        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+        rc = -1;
+    }
+    api_outcome_free(&out);
+    return rc;
 }
 
 static int make_steps_json(srv *s, const srv_request *rq, const char *id,
@@ -388,7 +398,6 @@ static int make_steps_json(srv *s, const srv_request *rq, const char *id,
                            srv_reply *rp, hs_error *e)
 {
     api_steps_params sp;
-    hs_steps_result r;
     if (api_steps_params_parse(rq, &sp, e) != 0)
         return -1;
     if (!row->summary) {
@@ -396,11 +405,11 @@ static int make_steps_json(srv *s, const srv_request *rq, const char *id,
                      "the result is not finished; POST its request to compute it");
         return -1;
     }
-    if (api_steps_run(row->request, row->summary, &sp, rq->deadline_ns, &s->cancel, &r,
-                      e) != 0)
-        return -1;
-    srv_reply_json(rp, 200, api_steps_json(id, &r));
-    hs_steps_result_free(&r);
+    api_outcome out;
+    api_steps_compute(s, id, row->request, row->summary, &sp, rq->deadline_ns, &out);
+    srv_reply_text(rp, out.status, "application/json", out.summary, strlen(out.summary));
+    out.summary = NULL;
+    api_outcome_free(&out);
     return 0;
 }
 
@@ -409,8 +418,9 @@ static int make_steps_svg(srv *s, const srv_request *rq, const char *id,
                           srv_reply *rp, hs_error *e)
 {
     hs_steps_result r;
-    if (steps_of(s, rq, id, row, &r, e) != 0)
-        return -1;
+    int got = steps_of(s, rq, id, row, &r, rp, e);
+    if (got != 0)
+        return got < 0 ? -1 : 0; /* 1: rp has the steps' error */
     double t0 = srv_now();
     int rc = api_render_steps(s, &r, rq, rp, e);
     srv_metrics_render(s->metrics, srv_now() - t0);

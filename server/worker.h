@@ -29,7 +29,8 @@
 #define WORKER_MEMORY_VAR "HS_WORKER_MEMORY"
 /* Test hook: a secret token (16 characters or more) set in the server's
  * environment; a request whose canonical text holds TOKEN:crash, :abort,
- * :hang or :memory makes its worker do that. Unset, nothing is looked at. */
+ * :hang or :memory makes its worker do that (TOKEN:steps:crash etc. only
+ * in the steps of its run). Unset, nothing is looked at. */
 #define WORKER_FAULT_VAR "HS_WORKER_FAULT"
 
 enum {
@@ -39,10 +40,15 @@ enum {
     WORKER_WATCH_MS = 20       /* how often a running job's worker is looked at */
 };
 
-/* server -> worker, then the canonical request text */
+typedef enum worker_job_kind {
+    WORKER_JOB_EXECUTE = 1, /* payload: the canonical request */
+    WORKER_JOB_STEPS = 2    /* payload: api_steps_job_text's */
+} worker_job_kind;
+
+/* server -> worker, then the payload */
 typedef struct worker_job {
     uint32_t magic;
-    uint32_t reserved;
+    uint32_t kind;
     uint64_t len;
     int64_t deadline_ns; /* CLOCK_MONOTONIC, shared by all processes; 0: none */
     srv_limits limits;   /* the same executable: the same layout */
@@ -65,5 +71,18 @@ void srv_workers_free(srv_workers *w);
  * why there is none (crash, memory limit, deadline, shutdown). */
 void srv_workers_execute(srv *s, const api_request *ar, int64_t deadline_ns,
                          api_outcome *out);
+/* The same for the steps of run result id (worker_steps.c's job). */
+void srv_workers_steps(srv *s, const char *id, const char *payload, int64_t deadline_ns,
+                       api_outcome *out);
+
+/* ---- the step timeline as a job (worker_steps.c) ------------------------ */
+
+/* The steps of run result id (its stored request and summary) with
+ * settings sp: out's summary is the steps JSON text (status 200) or an
+ * error object. In a worker when the server has them, else here. */
+void api_steps_compute(srv *s, const char *id, const char *request, const char *summary,
+                       const api_steps_params *sp, int64_t deadline_ns, api_outcome *out);
+/* A worker's side of that job. */
+void api_steps_job_run(srv *s, const char *payload, int64_t deadline_ns, api_outcome *out);
 
 #endif

@@ -45,12 +45,18 @@ static void limit_memory(void)
 }
 
 /* The test hook (worker.h): what a kernel bug would do, on demand. */
-static void fault_hook(const char *token, const char *request, api_outcome *out)
+static void fault_hook(const char *token, uint32_t kind, const char *request,
+                       api_outcome *out)
 {
     const char *at = token && strlen(token) >= 16 ? strstr(request, token) : NULL;
     if (!at)
         return;
     const char *what = at + strlen(token);
+    if (strncmp(what, ":steps", 6) == 0) { /* only in the run's step timeline */
+        if (kind != WORKER_JOB_STEPS)
+            return;
+        what += 6;
+    }
     if (strncmp(what, ":crash", 6) == 0)
         raise(SIGSEGV);
     if (strncmp(what, ":abort", 6) == 0)
@@ -79,14 +85,17 @@ static void run_job(srv *ws, const worker_job *job, const char *text, api_outcom
     memset(out, 0, sizeof *out);
     ws->cfg.limits = job->limits;
     api_request ar;
+    memset(&ar, 0, sizeof ar);
     hs_error e;
     hs_error_clear(&e);
-    if (api_request_from_text(text, &ar, &e) != 0) {
+    if (job->kind == WORKER_JOB_EXECUTE && api_request_from_text(text, &ar, &e) != 0) {
         api_outcome_error(out, srv_status_for(e.status), false, srv_error_json(&e));
         return;
     }
-    fault_hook(getenv(WORKER_FAULT_VAR), text, out);
-    if (!out->summary) {
+    fault_hook(getenv(WORKER_FAULT_VAR), job->kind, text, out);
+    if (!out->summary && job->kind == WORKER_JOB_STEPS) {
+        api_steps_job_run(ws, text, job->deadline_ns, out);
+    } else if (!out->summary) {
         int64_t hits0, misses0, hits1, misses1;
         int64_t assigned = hs_buffers_assignment_count();
         srv_metrics_compile_counts(ws->metrics, &hits0, &misses0);

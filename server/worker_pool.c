@@ -237,16 +237,24 @@ static void describe_status(int st, char *out, size_t size)
         snprintf(out, size, "stopped (wait status %d)", st);
 }
 
-/* The error of a request whose worker died or was killed; the request id
- * goes in the error object, so that the client can quote it. */
-static void answer_ending(srv *s, const api_request *ar, ending how, int st,
+/* What a job is, for its errors and the log. */
+typedef struct job_label {
+    const char *id;       /* the result id */
+    const char *what;     /* "compile request", "steps of run" */
+    size_t input_bytes;   /* of the canonical request */
+    bool stored;          /* its outcome is the stored result */
+} job_label;
+
+/* The error of a job whose worker died or was killed; the request id goes
+ * in the error object, so that the client can quote it. */
+static void answer_ending(srv *s, const job_label *j, ending how, int st,
                           api_outcome *out)
 {
     api_outcome_free(out); /* whatever a dying worker half sent */
     char msg[640], why[128];
     int status = 500;
     const char *code = "worker_crashed";
-    bool keep = true;
+    bool keep = j->stored;
     describe_status(st, why, sizeof why);
     switch (how) {
     case ENDED_MEMORY:
@@ -256,7 +264,7 @@ static void answer_ending(srv *s, const api_request *ar, ending how, int st,
                  "computing this request needed more host memory than a worker may "
                  "use (%zu MiB, --worker-memory); the worker was stopped, the server "
                  "goes on. Request id %s",
-                 s->cfg.worker_memory >> 20, ar->id);
+                 s->cfg.worker_memory >> 20, j->id);
         break;
     case ENDED_DEADLINE:
         status = 503;
@@ -266,43 +274,46 @@ static void answer_ending(srv *s, const api_request *ar, ending how, int st,
                  "deadline exceeded (limit --deadline-ms or ?timeout_ms): the worker "
                  "computing this request did not stop at the deadline and was killed "
                  "%d ms after it. Request id %s",
-                 WORKER_GRACE_MS, ar->id);
+                 WORKER_GRACE_MS, j->id);
         break;
     case ENDED_SHUTDOWN:
         status = 503;
         code = "shutting_down";
         keep = false;
-        snprintf(msg, sizeof msg, "the server is shutting down. Request id %s", ar->id);
+        snprintf(msg, sizeof msg, "the server is shutting down. Request id %s", j->id);
         break;
     default:
         snprintf(msg, sizeof msg,
                  "the worker process computing this request crashed (%s); the server "
-                 "goes on. The request is stored as failed and never computed again "
-                 "on its own (POST it again to retry); please report it with its "
-                 "request id %s",
-                 why, ar->id);
+                 "goes on. %s; please report it with its request id %s",
+                 why,
+                 j->stored ? "The request is stored as failed and never computed again "
+                             "on its own (POST it again to retry)"
+                           : "Nothing was stored",
+                 j->id);
         break;
     }
     json_t *err = srv_error_object(code, msg, "", 0, 0, NULL);
-    json_object_set_new(json_object_get(err, "error"), "request_id", json_string(ar->id));
+    json_object_set_new(json_object_get(err, "error"), "request_id", json_string(j->id));
     api_outcome_error(out, status, keep, err);
     if (how == ENDED_DIED || how == ENDED_MEMORY)
         fprintf(stderr,
-                "hloscope: worker %s on %s request %s (%s): input fingerprint "
-                "XXH3-128 %s of %zu bytes of canonical request; stored as failed (%d)\n",
-                how == ENDED_MEMORY ? "over its memory limit" : "crashed", ar->endpoint,
-                ar->id, why, ar->id, strlen(ar->text), status);
+                "hloscope: worker %s on %s %s (%s): input fingerprint XXH3-128 %s of "
+                "%zu bytes of canonical request; answered %d%s\n",
+                how == ENDED_MEMORY ? "over its memory limit" : "crashed", j->what, j->id,
+                why, j->id, j->input_bytes, status, keep ? ", stored as failed" : "");
 }
 
-void srv_workers_execute(srv *s, const api_request *ar, int64_t deadline_ns,
-                         api_outcome *out)
+/* Has a worker compute the job (kind, payload) into out. */
+static void run_job(srv *s, uint32_t kind, const char *payload, const job_label *j,
+                    uint64_t model, int64_t deadline_ns, api_outcome *out)
 {
     memset(out, 0, sizeof *out);
     srv_workers *w = s->workers;
-    uint64_t model = model_key(ar);
     worker_proc *p = acquire(w, model);
     worker_job job = {.magic = WORKER_MAGIC,
-                      .len = strlen(ar->text),
+                      .kind = kind,
+                      .len = strlen(payload),
                       .deadline_ns = deadline_ns,
                       .limits = s->cfg.limits};
     ending how = ENDED_UNSENT;
@@ -312,12 +323,12 @@ void srv_workers_execute(srv *s, const api_request *ar, int64_t deadline_ns,
     for (int attempt = 0; attempt < 2 && how == ENDED_UNSENT; attempt++) {
         if (p->pid == 0 && start(w, p) != 0)
             break;
-        how = run_on(s, p, &job, ar->text, out);
+        how = run_on(s, p, &job, payload, out);
         if (how == ENDED_REPLY)
             break;
         int st = stop(p, true);
         if (how != ENDED_UNSENT)
-            answer_ending(s, ar, how, st, out);
+            answer_ending(s, j, how, st, out);
     }
     if (how == ENDED_REPLY) {
         remember(p, model);
@@ -327,11 +338,11 @@ void srv_workers_execute(srv *s, const api_request *ar, int64_t deadline_ns,
             snprintf(msg, sizeof msg,
                      "computing this request needed more host memory than a worker "
                      "may use (%zu MiB, --worker-memory). Request id %s",
-                     s->cfg.worker_memory >> 20, ar->id);
+                     s->cfg.worker_memory >> 20, j->id);
             json_t *err = srv_error_object("worker_memory_limit", msg, "", 0, 0, NULL);
             json_object_set_new(json_object_get(err, "error"), "request_id",
-                                json_string(ar->id));
-            api_outcome_error(out, 422, true, err);
+                                json_string(j->id));
+            api_outcome_error(out, 422, j->stored, err);
             out->out_of_memory = true;
             stop(p, true); /* its heap may be in pieces: start afresh */
         } else if (++p->jobs >= WORKER_JOBS) {
@@ -346,4 +357,23 @@ void srv_workers_execute(srv *s, const api_request *ar, int64_t deadline_ns,
                           srv_error_object("host_out_of_memory",
                                            "cannot start a worker process", "", 0, 0,
                                            NULL));
+}
+
+void srv_workers_execute(srv *s, const api_request *ar, int64_t deadline_ns,
+                         api_outcome *out)
+{
+    char what[32];
+    snprintf(what, sizeof what, "%s request", ar->endpoint);
+    job_label j = {.id = ar->id, .what = what, .input_bytes = strlen(ar->text),
+                   .stored = true};
+    run_job(s, WORKER_JOB_EXECUTE, ar->text, &j, model_key(ar), deadline_ns, out);
+}
+
+void srv_workers_steps(srv *s, const char *id, const char *payload, int64_t deadline_ns,
+                       api_outcome *out)
+{
+    job_label j = {.id = id, .what = "steps of run", .input_bytes = strlen(payload),
+                   .stored = false};
+    run_job(s, WORKER_JOB_STEPS, payload, &j, XXH3_64bits(payload, strlen(payload)) | 1,
+            deadline_ns, out);
 }

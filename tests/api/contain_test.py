@@ -126,6 +126,27 @@ def crash_is_a_json_error_and_the_server_goes_on(s):
 
 
 @test
+def steps_crash_is_a_json_error(s):
+    """The step timeline of a run re-runs its model: in a worker too."""
+    r, _ = s.json("POST", "/v1/run", good_model("steps %s:steps:crash" % TOKEN))
+    before = wait_workers(s, 2)
+    for art in ("steps.json", "steps.svg"):
+        st, _, data = s.get("/v1/results/%s/%s" % (r["id"], art))
+        check(st == 500, art + " of a crashing step timeline is a 500", st, data)
+        e = error_of(data)
+        check(e["code"] == "worker_crashed" and e["request_id"] == r["id"],
+              "its error says so, with the run's id", e)
+        after = wait_workers(s, 2)
+        check(len(set(after) - set(before)) == 1, "the worker was replaced", before, after)
+        before = after
+    again, _ = s.json("GET", "/v1/results/" + r["id"])
+    check(again == r, "the run's result is untouched", again, r)
+    ok, _ = s.json("POST", "/v1/run", good_model("steps-fine"))
+    steps, _ = s.json("GET", "/v1/results/%s/steps.json?steps=3" % ok["id"])
+    check(len(steps["steps"]) == 3, "another run's steps are computed", steps)
+
+
+@test
 def crashed_request_stays_failed_after_restart(s):
     data_dir = s.data
     s.close()
