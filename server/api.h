@@ -122,9 +122,6 @@ void api_execute_compute(srv *s, const api_request *ar, int64_t deadline_ns,
                          api_outcome *out);
 /* Stores out (result, artefacts, variants, counters) under ar's id. */
 void api_outcome_commit(srv *s, const api_request *ar, const api_outcome *out);
-/* out as one JSON text (what a worker sends back), and back. */
-char *api_outcome_dumps(const api_outcome *out);
-int api_outcome_loads(const char *text, api_outcome *out);
 /* out from an error object (code, message) with status; keep: store it. */
 void api_outcome_error(api_outcome *out, int status, bool keep, json_t *error);
 void api_outcome_free(api_outcome *out);

@@ -54,11 +54,10 @@ typedef struct worker_job {
     srv_limits limits;   /* the same executable: the same layout */
 } worker_job;
 
-/* worker -> server, then the outcome's JSON text */
+/* worker -> server, then the outcome (worker_outcome_send) */
 typedef struct worker_reply {
     uint32_t magic;
     uint32_t reserved;
-    uint64_t len;
 } worker_reply;
 
 typedef struct srv_workers srv_workers;
@@ -74,6 +73,13 @@ void srv_workers_execute(srv *s, const api_request *ar, int64_t deadline_ns,
 /* The same for the steps of run result id (worker_steps.c's job). */
 void srv_workers_steps(srv *s, const char *id, const char *payload, int64_t deadline_ns,
                        api_outcome *out);
+
+/* ---- an outcome over the socket (worker_outcome.c) ------------------------ */
+
+/* Sends out after a worker_reply; false when the socket is closed. */
+bool worker_outcome_send(int fd, const api_outcome *out);
+/* Reads an outcome (blocking); -1 at end of file or on a garbled stream. */
+int worker_outcome_recv(int fd, api_outcome *out);
 
 /* ---- the step timeline as a job (worker_steps.c) ------------------------ */
 

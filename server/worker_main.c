@@ -110,14 +110,8 @@ static void run_job(srv *ws, const worker_job *job, const char *text, api_outcom
 
 static void reply(const api_outcome *out)
 {
-    char *text = api_outcome_dumps(out);
-    if (!text)
-        _exit(3); /* out of memory: the pool answers for us */
-    worker_reply r = {.magic = WORKER_MAGIC, .len = strlen(text)};
-    if (!hs_write_all(HS_SPAWN_CTL_FD, &r, sizeof r) ||
-        !hs_write_all(HS_SPAWN_CTL_FD, text, r.len))
-        _exit(0); /* the server is gone */
-    free(text);
+    if (!worker_outcome_send(HS_SPAWN_CTL_FD, out))
+        _exit(0); /* the server is gone (or no memory: the pool answers) */
 }
 
 __attribute__((noreturn)) static void worker_main(pid_t parent)

@@ -202,20 +202,8 @@ static ending run_on(srv *s, worker_proc *p, const worker_job *job, const char *
     for (;;) {
         struct pollfd pf = {.fd = p->fd, .events = POLLIN};
         int r = poll(&pf, 1, WORKER_WATCH_MS);
-        if (r > 0) {
-            worker_reply rp;
-            if (!hs_read_all(p->fd, &rp, sizeof rp) || rp.magic != WORKER_MAGIC ||
-                rp.len > SIZE_MAX / 2)
-                return ENDED_DIED;
-            char *reply = malloc(rp.len + 1);
-            if (!reply)
-                return ENDED_DIED;
-            bool ok = hs_read_all(p->fd, reply, rp.len);
-            reply[rp.len] = '\0';
-            ok = ok && api_outcome_loads(reply, out) == 0;
-            free(reply);
-            return ok ? ENDED_REPLY : ENDED_DIED;
-        }
+        if (r > 0)
+            return worker_outcome_recv(p->fd, out) == 0 ? ENDED_REPLY : ENDED_DIED;
         if (r < 0 && errno != EINTR)
             return ENDED_DIED;
         if (atomic_load(&s->cancel))
