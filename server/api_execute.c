@@ -281,8 +281,10 @@ static void request_state_free(void *p)
     free(p);
 }
 
-/* Answers from the LRU or the store when the id already has a good result. */
-static bool answer_stored(srv *s, const char *id, srv_reply *rp)
+/* Answers from the LRU or the store when the id already has a good result
+ * (or, with any_outcome, a stored failure: a request that just crashed
+ * its worker for another connection is not given a second worker). */
+static bool answer_stored(srv *s, const char *id, bool any_outcome, srv_reply *rp)
 {
     char key[64], *data;
     size_t len;
@@ -297,6 +299,14 @@ static bool answer_stored(srv *s, const char *id, srv_reply *rp)
     if (store_get(s->store, id, &row) != 1)
         return false;
     bool ok = row.status == 200 && row.summary;
+    if (any_outcome && !ok && row.summary && row.status != 0 &&
+        row.status != STORE_EVICTED) {
+        srv_reply_text(rp, row.status, "application/json", row.summary,
+                       strlen(row.summary));
+        row.summary = NULL;
+        store_row_free(&row);
+        return true;
+    }
     if (ok) {
         store_lru_put(s->lru, key, row.summary, strlen(row.summary), "application/json");
         size_t n = strlen(row.summary);
@@ -322,7 +332,7 @@ static srv_outcome post(srv *s, srv_request *rq, srv_reply *rp,
         }
         rq->state = ar;
         rq->state_free = request_state_free;
-        bool hit = answer_stored(s, ar->id, rp);
+        bool hit = answer_stored(s, ar->id, false, rp);
         srv_metrics_result_cache(s->metrics, hit);
         if (hit)
             return SRV_DONE;
@@ -337,7 +347,7 @@ static srv_outcome post(srv *s, srv_request *rq, srv_reply *rp,
         return srv_reply_error(rp, 503, "deadline_exceeded", "",
                                "deadline exceeded while the same request was "
                                "computed by another connection");
-    if (fl == API_FLIGHT_WAITED && answer_stored(s, ar->id, rp))
+    if (fl == API_FLIGHT_WAITED && answer_stored(s, ar->id, true, rp))
         return SRV_DONE;
     api_outcome out;
     if (s->workers)

@@ -17,12 +17,14 @@ memory limit. Uses the Server helper of api_test.py.
 """
 import os
 import re
+import shutil
+import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import api_test as base  # noqa: E402
-from api_test import Fail, Server, check, error_of, example  # noqa: E402
+from api_test import Server, check, error_of, example  # noqa: E402
 
 TOKEN = "contain-test-%d-%s" % (os.getpid(), os.urandom(6).hex())
 TESTS = {}
@@ -76,7 +78,6 @@ def wait_workers(server, n, timeout=10):
 class LoggedServer(Server):
     """A server whose stderr is kept for the test to read after stop()."""
     def stop(self, *a, **kw):
-        import signal
         sig = a[0] if a else kw.get("sig", signal.SIGTERM)
         self.proc.send_signal(sig)
         self.proc.wait(timeout=60)
@@ -173,7 +174,6 @@ def crashed_request_stays_failed_after_restart(s):
             again.close()
     finally:
         first.close()
-        import shutil
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
@@ -239,25 +239,9 @@ def in_process_mode_still_computes(s):
         inproc.close()
 
 
-def main():
+if __name__ == "__main__":
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    base.BIN, base.SRC = sys.argv[1], os.path.abspath(sys.argv[2])
-    name = sys.argv[3]
-    if name == "--list":
-        print("\n".join(TESTS))
-        return
-    os.environ["HS_WORKER_FAULT"] = TOKEN
-    s = Server()
-    try:
-        TESTS[name](s)
-    except Fail as f:
-        print("FAIL %s: %s" % (name, f))
-        sys.exit(1)
-    finally:
-        s.close()
-    print("ok %s" % name)
-
-
-if __name__ == "__main__":
-    main()
+    os.environ["HS_WORKER_FAULT"] = TOKEN  # the servers inherit it
+    base.TESTS = TESTS  # api_test's runner, over these tests
+    base.main()
