@@ -16,6 +16,9 @@ Cases, each request a result-store miss (a fresh "name" or hidden size):
   run mlp          POST /v1/run of examples/mlp without its train section
   run decoder      POST /v1/run of 2 decoder blocks, hidden 256 + 4i
   GET cached       GET /v1/results/{id} of a stored result (no worker)
+With wrk installed, also bench_http.sh's case (b) on both servers: wrk -t2
+-c4 POST /v1/compile?loop=scan of seed_64_linear with a fresh name, three
+alternating rounds of 3 s; the round of median throughput is shown.
 """
 import http.client
 import json
@@ -39,6 +42,36 @@ def example(name):
         return json.load(f)
 
 
+WRK_POST = """
+local template = [[%s]]
+local counter, tid, threads = 0, 0, 0
+function setup(thread) threads = threads + 1; thread:set("tid", threads) end
+function init(args) tid = wrk.thread:get("tid") or 0 end
+request = function()
+  counter = counter + 1
+  local body = string.format(template, "wrk-" .. tid .. "-" .. counter .. "-" .. os.time() .. "-%s")
+  return wrk.format("POST", "/v1/compile?loop=scan", {["Content-Type"] = "application/json"}, body)
+end
+"""
+
+
+def wrk_ms(v):
+    for unit, f in (("us", 1e-3), ("ms", 1.0), ("s", 1e3)):
+        if v.endswith(unit):
+            return float(v[:-len(unit)]) * f
+    return float(v)
+
+
+def wrk_compile(port, script):
+    out = subprocess.run(["wrk", "-t2", "-c4", "-d3s", "--latency", "-s", script,
+                          "http://127.0.0.1:%d" % port], capture_output=True, text=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    p50 = wrk_ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1))
+    p99 = wrk_ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1))
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return rps, p50, p99, int(bad.group(1)) if bad else 0
+
+
 class Server:
     def __init__(self, isolate):
         self.data = tempfile.mkdtemp(prefix="bench-contain-")
@@ -47,7 +80,8 @@ class Server:
              "--isolate", str(isolate), "--examples", os.path.join(ROOT, "examples")],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         m = re.search(r"127\.0\.0\.1:(\d+)/", self.proc.stdout.readline())
-        self.conn = http.client.HTTPConnection("127.0.0.1", int(m.group(1)), timeout=120)
+        self.port = int(m.group(1))
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
 
     def request(self, method, path, body=None):
         t0 = time.perf_counter()
@@ -129,9 +163,27 @@ def main():
             "GET cached", statistics.median(w), pct(w, 0.9), statistics.median(p), pct(p, 0.9),
             statistics.median(w) / statistics.median(p),
             statistics.median(w) - statistics.median(p)))
+        if shutil.which("wrk"):
+            wrk_rounds(servers)
     finally:
         for s in servers.values():
             s.close()
+
+
+def wrk_rounds(servers):
+    model = json.dumps(dict(example("seed_64_linear"), name="%s"))
+    rounds = {k: [] for k in servers}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(3):
+            for k in (list(servers) if r % 2 == 0 else list(reversed(list(servers)))):
+                script = os.path.join(tmp, "post-%s-%d.lua" % (k, r))
+                with open(script, "w") as f:
+                    f.write(WRK_POST % (model, k))
+                rounds[k].append(wrk_compile(servers[k].port, script))
+    print("wrk -t2 -c4 -d3s POST /v1/compile?loop=scan (bench_http.sh (b)), median of 3 rounds:")
+    for k in servers:
+        rps, p50, p99, bad = sorted(rounds[k])[1]
+        print("  %-10s %8.0f req/s  p50 %7.3f ms  p99 %7.3f ms  non-2xx %d" % (k, rps, p50, p99, bad))
 
 
 if __name__ == "__main__":
