@@ -6,6 +6,7 @@
 # compile/run workers). Prints errors, non-2xx, p50/p99 and the RSS of the
 # server (and of its workers) after a warm-up and at the end.
 #     bench/bench_soak.sh [BUILD_DIR] [SECONDS]    (defaults: build, 60)
+# SOAK_FLAGS adds flags to `hloscope serve` (e.g. "--isolate 0").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -21,8 +22,9 @@ trap cleanup EXIT
 
 # A 32 MiB artefact LRU, so that the warm-up fills it: what grows after it
 # is what the server does not give back.
+# shellcheck disable=SC2086
 "$BIN" serve --port 0 --data "$WORK/data" --workers 2 --cache-bytes 33554432 \
-      > "$WORK/out" 2> "$WORK/err" &
+      ${SOAK_FLAGS:-} > "$WORK/out" 2> "$WORK/err" &
 SRV_PID=$!
 URL=
 for _ in $(seq 100); do
