@@ -123,6 +123,13 @@ __attribute__((noreturn)) static void worker_main(pid_t parent)
         _exit(6);
     limit_memory();
     signal(SIGPIPE, SIG_IGN);
+    /* A Ctrl-C in a terminal (or a stop that signals the whole group) also
+     * reaches the workers: the server's shutdown decides when they stop
+     * (it lets in-flight work finish first), so they do not die of it
+     * and answer their requests as crashes. They end at the end of their
+     * socket, by SIGKILL from the server, or with it (PR_SET_PDEATHSIG). */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
     static srv ws; /* the worker's own: limits, cache, counters */
     srv_config_defaults(&ws.cfg);
     ws.compile_cache = hs_compile_cache_new(256);
