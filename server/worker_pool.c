@@ -37,8 +37,7 @@ struct srv_workers {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int n;
-    size_t memory;
-    char memory_entry[64]; /* HS_WORKER_MEMORY=<bytes> */
+    char memory_entry[64]; /* HS_WORKER_MEMORY=<bytes>, for its RLIMIT_AS */
     worker_proc *procs;
 };
 
@@ -96,7 +95,6 @@ srv_workers *srv_workers_new(int n, size_t memory, hs_error *e)
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     w->n = n;
-    w->memory = memory;
     snprintf(w->memory_entry, sizeof w->memory_entry, WORKER_MEMORY_VAR "=%zu", memory);
     for (int k = 0; k < n; k++) {
         int err = start(w, &w->procs[k]);
