@@ -381,7 +381,7 @@ static int steps_of(srv *s, const srv_request *rq, const char *id,
     if (out.status == 200 && api_steps_from_json(out.summary, r) == 0) {
         store_lru_put(s->lru, key, out.summary, strlen(out.summary), "application/json");
         rc = 0;
-    } else if (out.status != 200) {
+    } else if (out.status != 200 && out.summary) {
         srv_reply_text(rp, out.status, "application/json", out.summary,
                        strlen(out.summary));
         out.summary = NULL;
@@ -407,6 +407,10 @@ static int make_steps_json(srv *s, const srv_request *rq, const char *id,
     }
     api_outcome out;
     api_steps_compute(s, id, row->request, row->summary, &sp, rq->deadline_ns, &out);
+    if (!out.summary) {
+        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+        return -1;
+    }
     srv_reply_text(rp, out.status, "application/json", out.summary, strlen(out.summary));
     out.summary = NULL;
     api_outcome_free(&out);
