@@ -76,6 +76,22 @@ typedef enum hs_op_category {
     X(OR, "or", 2, HS_CAT_ELEMENTWISE, BINARY_LOGICAL)                      \
     X(XOR, "xor", 2, HS_CAT_ELEMENTWISE, BINARY_LOGICAL)                    \
     X(COMPARE, "compare", 2, HS_CAT_ELEMENTWISE, OWN)                       \
+    /* element-wise: bits, rounding and the rest of XLA's set */           \
+    X(SHIFT_LEFT, "shift-left", 2, HS_CAT_ELEMENTWISE, BINARY_LOGICAL)      \
+    X(SHIFT_RIGHT_LOGICAL, "shift-right-logical", 2, HS_CAT_ELEMENTWISE,    \
+      BINARY_LOGICAL)                                                       \
+    X(SHIFT_RIGHT_ARITHMETIC, "shift-right-arithmetic", 2,                  \
+      HS_CAT_ELEMENTWISE, BINARY_LOGICAL)                                   \
+    X(POPCNT, "popcnt", 1, HS_CAT_ELEMENTWISE, UNARY_LOGICAL)               \
+    X(CLZ, "count-leading-zeros", 1, HS_CAT_ELEMENTWISE, UNARY_LOGICAL)     \
+    X(ATAN2, "atan2", 2, HS_CAT_ELEMENTWISE, BINARY_ANY)                    \
+    X(CBRT, "cbrt", 1, HS_CAT_ELEMENTWISE, UNARY_FLOAT)                     \
+    X(TAN, "tan", 1, HS_CAT_ELEMENTWISE, UNARY_FLOAT)                       \
+    X(ROUND_NEAREST_EVEN, "round-nearest-even", 1, HS_CAT_ELEMENTWISE,      \
+      UNARY_FLOAT)                                                          \
+    X(ROUND_NEAREST_AFZ, "round-nearest-afz", 1, HS_CAT_ELEMENTWISE,        \
+      UNARY_FLOAT)                                                          \
+    X(IS_FINITE, "is-finite", 1, HS_CAT_ELEMENTWISE, OWN)                   \
     /* element-wise ternary */                                              \
     X(SELECT, "select", 3, HS_CAT_ELEMENTWISE, OWN)                         \
     X(CLAMP, "clamp", 3, HS_CAT_ELEMENTWISE, OWN)                           \

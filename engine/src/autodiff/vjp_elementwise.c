@@ -53,6 +53,10 @@ static hs_instruction *unary_derivative(hs_builder *b, hs_instruction *y)
         return hs_b_unary(b, HS_OP_COS, x);
     case HS_OP_COS:
         return hs_b_unary(b, HS_OP_NEGATE, hs_b_unary(b, HS_OP_SIN, x));
+    case HS_OP_TAN: /* 1 + tan^2 */
+        return hs__ad_scalar_op(b, HS_OP_ADD, MUL(b, y, y), 1.0f);
+    case HS_OP_CBRT: /* x^(1/3): 1 / (3 y^2) */
+        return DIV(b, hs__ad_fill(b, 1.0f / 3.0f, &y->shape), MUL(b, y, y));
     default:
         return NULL;
     }
@@ -181,6 +185,15 @@ void hs__vjp_binary(hs_vjp *v, hs_instruction *y)
     case HS_OP_POWER:
         vjp_power(v, y, gy);
         return;
+    case HS_OP_ATAN2: { /* atan2(x, z): (z, -x) / (x^2 + z^2) */
+        hs_instruction *r = hs__ad_bin(b, HS_OP_ADD, MUL(b, x, x), MUL(b, z, z));
+        if (ax)
+            hs__vjp_acc(v, x, DIV(b, MUL(b, gy, z), r));
+        if (az)
+            hs__vjp_acc(v, z,
+                        hs_b_unary(b, HS_OP_NEGATE, DIV(b, MUL(b, gy, x), r)));
+        return;
+    }
     default:
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
                      "autodiff: no derivative for %s (instruction %s)",

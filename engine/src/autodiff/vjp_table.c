@@ -46,6 +46,17 @@
 #define VJP_OR NULL
 #define VJP_XOR NULL
 #define VJP_COMPARE NULL
+#define VJP_SHIFT_LEFT NULL
+#define VJP_SHIFT_RIGHT_LOGICAL NULL
+#define VJP_SHIFT_RIGHT_ARITHMETIC NULL
+#define VJP_POPCNT NULL
+#define VJP_CLZ NULL
+#define VJP_ATAN2 hs__vjp_binary
+#define VJP_CBRT hs__vjp_unary
+#define VJP_TAN hs__vjp_unary
+#define VJP_ROUND_NEAREST_EVEN hs__vjp_zero
+#define VJP_ROUND_NEAREST_AFZ hs__vjp_zero
+#define VJP_IS_FINITE NULL
 /* element-wise ternary */
 #define VJP_SELECT hs__vjp_select
 #define VJP_CLAMP hs__vjp_clamp

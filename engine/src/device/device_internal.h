@@ -166,6 +166,8 @@ dev_plan *dev_plan_of(dev_ctx *x, const hs_computation *c);
 void dev_plans_free(dev_ctx *x);
 bool dev_dtype_executable(hs_dtype t);
 int dev_esize(hs_dtype t);
+/* Element at of dst (type t) = the integer j converted to t (iota). */
+void dev_store_index(hs_dtype t, void *dst, int64_t at, int64_t j);
 
 /* interpreter.c: evaluates p with args (references are consumed). */
 hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
@@ -203,6 +205,8 @@ hs_status dev_k_unary(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_convert(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_binary(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_compare(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_is_finite(dev_ctx *, const dev_step *, dev_val **,
+                          dev_val **);
 hs_status dev_k_select(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_clamp(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_alias(dev_ctx *, const dev_step *, dev_val **, dev_val **);

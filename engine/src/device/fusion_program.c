@@ -50,10 +50,7 @@ typedef struct builder {
 
 enum { FAIL = -1 };
 
-static bool executable(hs_dtype t)
-{
-    return t == HS_F32 || t == HS_S32 || t == HS_S64 || t == HS_PRED;
-}
+static bool executable(hs_dtype t) { return dev_dtype_executable(t); }
 
 static void row_major(const hs_shape *s, int64_t *st)
 {

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
+#include "numerics/element_types.h"
 #include "hloscope/hs_infer.h"
 
 void dev_row_major_strides(const int64_t *dims, int rank, int64_t *strides)
@@ -51,6 +52,13 @@ static void copy_line(char *d, int64_t ds, const char *s, int64_t ss,
         for (int64_t i = 0; i < n; i++)
             d[i * ds] = s[i * ss];
         break;
+    case 2: {
+        uint16_t *dp = (uint16_t *)d;
+        const uint16_t *sp = (const uint16_t *)s;
+        for (int64_t i = 0; i < n; i++)
+            dp[i * ds] = sp[i * ss];
+        break;
+    }
     case 8: {
         uint64_t *dp = (uint64_t *)d;
         const uint64_t *sp = (const uint64_t *)s;
@@ -161,12 +169,7 @@ hs_status dev_k_iota(dev_ctx *x, const dev_step *s, dev_val **f,
     for (int64_t o = 0; o < outer; o++)
         for (int64_t j = 0; j < len; j++)
             for (int64_t i = 0; i < inner; i++, p++) {
-                switch (sh->dtype) {
-                case HS_F32: ((float *)d)[p] = (float)j; break;
-                case HS_S32: ((int32_t *)d)[p] = (int32_t)j; break;
-                case HS_S64: ((int64_t *)d)[p] = j; break;
-                default: ((uint8_t *)d)[p] = j != 0; break;
-                }
+                dev_store_index(sh->dtype, d, p, j);
             }
     *out = v;
     return HS_OK;
@@ -394,13 +397,18 @@ hs_status dev_k_reverse(dev_ctx *x, const dev_step *s, dev_val **f,
 
 /* ---- dynamic slices ---------------------------------------------------- */
 
+/* Index k of an integer index operand; an unsigned index above INT64_MAX
+ * reads as INT64_MAX (clamped like any index past the end). */
 static int64_t read_index(const dev_val *v, int64_t k)
 {
-    switch (v->shape->dtype) {
-    case HS_S32: return ((const int32_t *)v->block->data)[k];
-    case HS_S64: return ((const int64_t *)v->block->data)[k];
-    default: return 0;
-    }
+    hs_dtype t = v->shape->dtype;
+    elem_class c = elem_class_of(t);
+    if (c != ELEM_SINT && c != ELEM_UINT)
+        return 0;
+    int64_t i;
+    elem_convert(t, HS_S64, (const char *)v->block->data + k * elem_bytes(t),
+                 &i, 1);
+    return c == ELEM_UINT && i < 0 ? INT64_MAX : i;
 }
 
 /* Start indices from scalar operands first..first+rank-1 (or one rank-1

@@ -1,11 +1,15 @@
 /*
- * kernels_elementwise.c - unary, binary, compare, select, clamp and convert
- * for f32, s32, s64 and pred.
+ * kernels_elementwise.c - unary, binary, compare, select, clamp, convert
+ * and is-finite for every executable element type.
  *
- * Each family has one element function (always inlined) that takes the
- * opcode; the opcode switch sits outside the loops, so every loop is a
- * straight line over restrict pointers with a constant opcode that the
- * compiler folds and vectorises where the element function allows.
+ * f32, s32, s64 and pred run the fast loops below. Each family has one
+ * element function (always inlined) that takes the opcode; the opcode
+ * switch sits outside the loops, so every loop is a straight line over
+ * restrict pointers with a constant opcode that the compiler folds and
+ * vectorises where the element function allows. Every other type (and
+ * the ops the fast loops do not have, such as shifts) goes through
+ * numerics/element_loops.h: chunks loaded into the type's wide type,
+ * computed there and stored back, rounded or wrapped at its width.
  */
 #include <limits.h>
 #include <math.h>
@@ -13,6 +17,7 @@
 #include <string.h>
 
 #include "device/device_internal.h"
+#include "numerics/element_loops.h"
 #include "numerics/element_ops.h"
 
 /* ---- loops ------------------------------------------------------------ */
@@ -200,16 +205,27 @@ AVX2_CLONES void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a,
                                 void *y, int64_t n)
 {
     switch (t) {
-    case HS_F32: unary_f32_loop(op, a, y, n); break;
-    case HS_S32: unary_s32_loop(op, a, y, n); break;
-    case HS_S64: unary_s64_loop(op, a, y, n); break;
-    default: {
+    case HS_F32:
+        if (unary_f32_loop(op, a, y, n))
+            return;
+        break;
+    case HS_S32:
+        if (unary_s32_loop(op, a, y, n))
+            return;
+        break;
+    case HS_S64:
+        if (unary_s64_loop(op, a, y, n))
+            return;
+        break;
+    case HS_PRED: {
         const uint8_t *restrict ap = a;
         uint8_t *restrict yp = y;
         VLOOP(n, yp[i] = unary_pred(HS_OP_NOT, ap[i])); /* its one op */
-        break;
+        return;
     }
+    default: break;
     }
+    elem_unary_run(op, t, a, y, n);
 }
 
 hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
@@ -235,13 +251,15 @@ hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
 AVX2_CLONES bool dev_binary_loop(hs_opcode op, hs_dtype t, const void *a,
                                  const void *b, void *y, int64_t n)
 {
+    bool done = false;
     switch (t) {
-    case HS_F32: return binary_f32_loop(op, a, b, y, n);
-    case HS_S32: return binary_s32_loop(op, a, b, y, n);
-    case HS_S64: return binary_s64_loop(op, a, b, y, n);
-    case HS_PRED: return binary_pred_loop(op, a, b, y, n);
-    default: return false;
+    case HS_F32: done = binary_f32_loop(op, a, b, y, n); break;
+    case HS_S32: done = binary_s32_loop(op, a, b, y, n); break;
+    case HS_S64: done = binary_s64_loop(op, a, b, y, n); break;
+    case HS_PRED: done = binary_pred_loop(op, a, b, y, n); break;
+    default: break;
     }
+    return done || elem_binary_run(op, t, a, b, y, n);
 }
 
 hs_status dev_k_binary(dev_ctx *x, const dev_step *s, dev_val **f,
@@ -302,7 +320,8 @@ AVX2_CLONES void dev_compare_loop(hs_direction d, hs_dtype t,
     case HS_F32: compare_f32(d, a, b, y, n); break;
     case HS_S32: compare_s32(d, a, b, y, n); break;
     case HS_S64: compare_s64(d, a, b, y, n); break;
-    default: compare_pred(d, a, b, y, n); break;
+    case HS_PRED: compare_pred(d, a, b, y, n); break;
+    default: elem_compare_run(d, t, a, b, y, n); break;
     }
 }
 
@@ -350,6 +369,7 @@ hs_status dev_k_compare(dev_ctx *x, const dev_step *s, dev_val **f,
 DEFINE_SELECT_LOOP(select_4, uint32_t)
 DEFINE_SELECT_LOOP(select_1, uint8_t)
 DEFINE_SELECT_LOOP(select_8, uint64_t)
+DEFINE_SELECT_LOOP(select_2, uint16_t)
 
 AVX2_CLONES void dev_select_loop(int esize, const uint8_t *p,
                                  int64_t pstep, const void *a, const void *b,
@@ -358,6 +378,7 @@ AVX2_CLONES void dev_select_loop(int esize, const uint8_t *p,
     switch (esize) {
     case 4: select_4(p, pstep, a, b, y, n); break;
     case 8: select_8(p, pstep, a, b, y, n); break;
+    case 2: select_2(p, pstep, a, b, y, n); break;
     default: select_1(p, pstep, a, b, y, n); break;
     }
 }
@@ -409,7 +430,8 @@ AVX2_CLONES void dev_clamp_loop(hs_dtype t, const void *lo, int64_t lstep,
     switch (t) {
     case HS_F32: clamp_f32(lo, lstep, a, hi, hstep, y, n); break;
     case HS_S32: clamp_s32(lo, lstep, a, hi, hstep, y, n); break;
-    default: clamp_s64(lo, lstep, a, hi, hstep, y, n); break;
+    case HS_S64: clamp_s64(lo, lstep, a, hi, hstep, y, n); break;
+    default: elem_clamp_run(t, lo, lstep, a, hi, hstep, y, n); break;
     }
 }
 
@@ -461,11 +483,22 @@ hs_status dev_k_clamp(dev_ctx *x, const dev_step *s, dev_val **f,
     default: CONVERT_LOOP(TI, uint8_t, v != 0); break;                     \
     }
 
+/* The types with loops of their own here; the others convert through
+ * numerics/element_types.h. */
+static bool fast_type(hs_dtype t)
+{
+    return t == HS_F32 || t == HS_S32 || t == HS_S64 || t == HS_PRED;
+}
+
 AVX2_CLONES void dev_convert_loop(hs_dtype from, hs_dtype to,
                                   const void *ad, void *y, int64_t n)
 {
     if (from == to) {
         memcpy(y, ad, (size_t)n * (size_t)dev_esize(to));
+        return;
+    }
+    if (!fast_type(from) || !fast_type(to)) {
+        elem_convert(from, to, ad, y, n);
         return;
     }
     switch (from) {
@@ -490,6 +523,28 @@ hs_status dev_k_convert(dev_ctx *x, const dev_step *s, dev_val **f,
         return x->err->status;
     dev_convert_loop(a->shape->dtype, in->shape.dtype, a->block->data,
                      v->block->data, n);
+    *out = v;
+    return HS_OK;
+}
+
+/* ---- is-finite ------------------------------------------------------------ */
+
+hs_status dev_k_is_finite(dev_ctx *x, const dev_step *s, dev_val **f,
+                          dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0);
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    if (st)
+        return st;
+    hs_dtype t = a->shape->dtype;
+    if (in->shape.dtype != HS_PRED || !hs_dtype_is_float(t))
+        return bad_type(x, in, t);
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    elem_is_finite_run(t, a->block->data, v->block->data, n);
     *out = v;
     return HS_OK;
 }

@@ -91,6 +91,13 @@ static void gather_run(void *vc, int64_t at, int64_t idx, int64_t s,
         }
         break;
     }
+    case 2: {
+        uint16_t *restrict dp = (uint16_t *)d;
+        const uint16_t *sp = (const uint16_t *)src;
+        for (int64_t i = 0; i < count; i++)
+            dp[i] = sp[i * s];
+        break;
+    }
     case 1:
         if (s == 0)
             memset(d, *src, (size_t)count);
@@ -120,12 +127,7 @@ static void iota_run(void *vc, int64_t at, int64_t idx, int64_t s,
     /* The same conversions as the iota kernel. */
     for (int64_t i = 0; i < count; i++) {
         int64_t j = idx + i * s;
-        switch (g->type) {
-        case HS_F32: ((float *)g->dst)[at + i] = (float)j; break;
-        case HS_S32: ((int32_t *)g->dst)[at + i] = (int32_t)j; break;
-        case HS_S64: ((int64_t *)g->dst)[at + i] = j; break;
-        default: ((uint8_t *)g->dst)[at + i] = j != 0; break;
-        }
+        dev_store_index(g->type, g->dst, at + i, j);
     }
 }
 

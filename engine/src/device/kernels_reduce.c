@@ -370,8 +370,13 @@ hs_status dev_k_reduce(dev_ctx *x, const dev_step *s, dev_val **f,
     hs_status st = HS_OK;
     void *y = v->block->data;
     const void *init = iv->block->data;
-    if (s->aux >= 0 && (t != HS_F32 || (s->aux != HS_OP_AND &&
-                                        s->aux != HS_OP_OR))) {
+    /* The other types interpret the reducer, which computes in the
+     * reducer's own type: a bf16 add rounds to bf16 at every step, as
+     * the HLO says. */
+    bool fast_type = t == HS_F32 || t == HS_S32 || t == HS_S64 ||
+                     t == HS_PRED;
+    if (fast_type && s->aux >= 0 &&
+        (t != HS_F32 || (s->aux != HS_OP_AND && s->aux != HS_OP_OR))) {
         hs_opcode op = (hs_opcode)s->aux;
         switch (t) {
         case HS_F32:

@@ -11,13 +11,38 @@
 
 #include "device/device_internal.h"
 #include "ir/strbuf.h"
+#include "numerics/element_types.h"
 
+/* Every type numerics/element_types.h computes: pred, the integers of 8
+ * to 64 bits and the floats but complex and sub-byte ones. */
 bool dev_dtype_executable(hs_dtype t)
 {
-    return t == HS_F32 || t == HS_S32 || t == HS_PRED || t == HS_S64;
+    return elem_class_of(t) != ELEM_NONE;
+}
+
+/* Why t is not executable, for the refusal. */
+static const char *not_executable_why(hs_dtype t)
+{
+    if (t == HS_C64 || t == HS_C128)
+        return " (complex types are not executed)";
+    if (hs_dtype_bits(t) > 0 && hs_dtype_bits(t) < 8)
+        return " (sub-byte types are not executed yet)";
+    return "";
 }
 
 int dev_esize(hs_dtype t) { return hs_dtype_bits(t) / 8; }
+
+void dev_store_index(hs_dtype t, void *dst, int64_t at, int64_t j)
+{
+    switch (t) {
+    case HS_F32: ((float *)dst)[at] = (float)j; break;
+    case HS_S32: ((int32_t *)dst)[at] = (int32_t)j; break;
+    case HS_S64: ((int64_t *)dst)[at] = j; break;
+    default:
+        elem_store(t, HS_S64, &j, (char *)dst + at * dev_esize(t), 1);
+        break;
+    }
+}
 
 static const hs_shape *first_bad_leaf(const hs_shape *s)
 {
@@ -92,8 +117,8 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
         if (in->opcode != HS_OP_COPY_DONE)
             bad = first_bad_leaf(&in->operands[i]->shape);
     if (bad) {
-        snprintf(what, sizeof what, "element type '%s'",
-                 hs_dtype_name(bad->dtype));
+        snprintf(what, sizeof what, "element type '%s'%s",
+                 hs_dtype_name(bad->dtype), not_executable_why(bad->dtype));
         return dev_unsupported(x, in, what);
     }
     switch (in->opcode) {
@@ -102,8 +127,10 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
             return dev_unsupported(x, in, "a constant without decoded data");
         break;
     case HS_OP_DOT:
-        if (in->shape.dtype != HS_F32 || !in->dot)
-            return dev_unsupported(x, in, "a dot that is not f32");
+        if (!in->dot)
+            return dev_unsupported(x, in, "a dot without dimensions");
+        if (in->shape.dtype == HS_PRED)
+            return dev_unsupported(x, in, "a dot with a pred result");
         break;
     case HS_OP_REDUCE: {
         int n = in->n_operands / 2;

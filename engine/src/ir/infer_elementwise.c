@@ -159,3 +159,14 @@ UNARY_RULE(float, KIND_FLOAT)
 UNARY_RULE(logical, KIND_LOGICAL)
 BINARY_RULE(any, KIND_ANY)
 BINARY_RULE(logical, KIND_LOGICAL)
+
+/* is-finite: a float operand, a pred result of the same dimensions. */
+hs_status hs__infer_is_finite(const hs_instruction *i, hs_arena *a,
+                              hs_shape *out, hs_error *err)
+{
+    (void)a;
+    hs_status st = infer_unary(i, KIND_FLOAT, out, err);
+    if (st == HS_OK)
+        out->dtype = HS_PRED;
+    return st;
+}

@@ -3,19 +3,27 @@
  * semantics of hloscope, written once.
  *
  * The device's kernels (device/kernels_elementwise.c, kernels_reduce.c,
- * fused programs) and the constant folder (passes/fold.c) call these
- * functions, so a folded constant has the bits the device would compute
- * for the same op. Always inlined with a constant opcode, so each kernel
- * loop that uses one compiles to the single operation it names.
+ * fused programs), the wide loops of every other element type
+ * (numerics/element_loops.c) and the constant folder (passes/fold.c) call
+ * these functions, so a folded constant has the bits the device would
+ * compute for the same op. Always inlined with a constant opcode, so each
+ * kernel loop that uses one compiles to the single operation it names.
  *
  * Semantics follow XLA's evaluator where C would be undefined: integer
- * arithmetic wraps, integer division by zero gives -1, remainder by zero
- * gives the dividend, MIN / -1 gives MIN and MIN % -1 gives 0, float to
- * integer conversion saturates and maps NaN to 0, maximum and minimum
- * propagate NaN. exp and logistic are the vectorised polynomial of
+ * arithmetic wraps, integer division by zero gives -1 (all ones for
+ * unsigned types), remainder by zero gives the dividend, MIN / -1 gives
+ * MIN and MIN % -1 gives 0, a shift by an amount outside [0, width) gives
+ * 0 (shift-left, shift-right-logical) or the sign (shift-right-arithmetic),
+ * float to integer conversion saturates and maps NaN to 0, maximum and
+ * minimum propagate NaN. exp and logistic are the vectorised polynomial of
  * vmath.h, lane 0 for a scalar.
  *
- * Element types: f32, s32, s64 and pred (bytes 0 or 1). *_defined says
+ * Element types: every type computes in its wide type
+ * (numerics/element_types.h): f32, f64, int64_t (signed integers,
+ * sign-extended), uint64_t (unsigned, zero-extended) or pred (bytes 0 or
+ * 1); the narrower integer types are truncated when stored, which wraps
+ * as the narrower type would. Shifts, popcnt and count-leading-zeros are
+ * the only operations that need the width itself (`bits`). *_defined says
  * which (opcode, type) pairs have a meaning; the others are errors on the
  * device and are not folded.
  */
@@ -27,6 +35,7 @@
 #include <stdint.h>
 
 #include "hloscope/hs_ir.h"
+#include "numerics/element_types.h"
 #include "numerics/vmath.h"
 
 #define ELEM static inline __attribute__((always_inline))
@@ -37,29 +46,39 @@
  * alike). */
 static inline bool unary_defined(hs_opcode op, hs_dtype t)
 {
-    switch (t) {
-    case HS_F32: return op != HS_OP_NOT;
-    case HS_PRED: return op == HS_OP_NOT;
-    case HS_S32: case HS_S64:
+    switch (elem_class_of(t)) {
+    case ELEM_F32: case ELEM_F64:
+        return op != HS_OP_NOT && op != HS_OP_POPCNT && op != HS_OP_CLZ;
+    case ELEM_PRED: return op == HS_OP_NOT;
+    case ELEM_SINT: case ELEM_UINT:
         return op == HS_OP_NOT || op == HS_OP_ABS || op == HS_OP_NEGATE ||
-               op == HS_OP_SIGN;
+               op == HS_OP_SIGN || op == HS_OP_POPCNT || op == HS_OP_CLZ;
     default: return false;
     }
 }
 
-/* A binary element-wise opcode (add ... xor) on its element type. */
+/* A binary element-wise opcode (add ... xor, the shifts, atan2) on its
+ * element type. */
 static inline bool binary_defined(hs_opcode op, hs_dtype t)
 {
-    if (t != HS_F32 && t != HS_S32 && t != HS_S64 && t != HS_PRED)
+    elem_class c = elem_class_of(t);
+    bool is_float = c == ELEM_F32 || c == ELEM_F64;
+    bool is_int = c == ELEM_SINT || c == ELEM_UINT;
+    if (c == ELEM_NONE)
         return false;
     switch (op) {
     case HS_OP_ADD: case HS_OP_SUBTRACT: case HS_OP_MULTIPLY:
     case HS_OP_MAXIMUM: case HS_OP_MINIMUM:
         return true;
     case HS_OP_DIVIDE: case HS_OP_POWER: case HS_OP_REMAINDER:
-        return t != HS_PRED;
+        return c != ELEM_PRED;
     case HS_OP_AND: case HS_OP_OR: case HS_OP_XOR:
-        return t != HS_F32;
+        return !is_float;
+    case HS_OP_SHIFT_LEFT: case HS_OP_SHIFT_RIGHT_LOGICAL:
+    case HS_OP_SHIFT_RIGHT_ARITHMETIC:
+        return is_int;
+    case HS_OP_ATAN2:
+        return is_float;
     default:
         return false;
     }
@@ -86,6 +105,39 @@ ELEM float unary_f32(hs_opcode op, float v)
     case HS_OP_CEIL: return ceilf(v);
     case HS_OP_COS: return cosf(v);
     case HS_OP_SIN: return sinf(v);
+    case HS_OP_TAN: return tanf(v);
+    case HS_OP_CBRT: return cbrtf(v);
+    case HS_OP_ROUND_NEAREST_EVEN: return rintf(v); /* the default mode */
+    case HS_OP_ROUND_NEAREST_AFZ: return roundf(v);
+    default: return v;
+    }
+}
+
+/* f64 computes in double with the C library's functions (XLA's CPU
+ * backend calls LLVM's f64 intrinsics or libm). */
+ELEM double unary_f64(hs_opcode op, double v)
+{
+    switch (op) {
+    case HS_OP_ABS: return fabs(v);
+    case HS_OP_NEGATE: return -v;
+    case HS_OP_EXP: return exp(v);
+    case HS_OP_EXPM1: return expm1(v);
+    case HS_OP_LOG: return log(v);
+    case HS_OP_LOG1P: return log1p(v);
+    case HS_OP_SQRT: return sqrt(v);
+    case HS_OP_RSQRT: return 1.0 / sqrt(v);
+    case HS_OP_TANH: return tanh(v);
+    case HS_OP_LOGISTIC: return 1.0 / (1.0 + exp(-v));
+    case HS_OP_ERF: return erf(v);
+    case HS_OP_SIGN: return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
+    case HS_OP_FLOOR: return floor(v);
+    case HS_OP_CEIL: return ceil(v);
+    case HS_OP_COS: return cos(v);
+    case HS_OP_SIN: return sin(v);
+    case HS_OP_TAN: return tan(v);
+    case HS_OP_CBRT: return cbrt(v);
+    case HS_OP_ROUND_NEAREST_EVEN: return rint(v);
+    case HS_OP_ROUND_NEAREST_AFZ: return round(v);
     default: return v;
     }
 }
@@ -100,6 +152,63 @@ ELEM int64_t unary_int(hs_opcode op, int64_t v)
     case HS_OP_SIGN: return (v > 0) - (v < 0);
     case HS_OP_NOT: return ~v;
     default: return v;
+    }
+}
+
+/* The low `bits` bits of v. */
+ELEM uint64_t low_bits(uint64_t v, int bits)
+{
+    return bits >= 64 ? v : v & ((UINT64_C(1) << bits) - 1);
+}
+
+/* popcnt and count-leading-zeros of the `bits`-bit pattern in the low bits
+ * of v (sign- or zero-extended alike). */
+ELEM uint64_t bit_count(hs_opcode op, uint64_t v, int bits)
+{
+    v = low_bits(v, bits);
+    if (op == HS_OP_POPCNT)
+        return (uint64_t)__builtin_popcountll(v);
+    return v ? (uint64_t)(__builtin_clzll(v) - (64 - bits)) : (uint64_t)bits;
+}
+
+/* Signed integers of any width: unary_int, plus the width-dependent ops. */
+ELEM int64_t unary_sint(hs_opcode op, int64_t v, int bits)
+{
+    if (op == HS_OP_POPCNT || op == HS_OP_CLZ)
+        return (int64_t)bit_count(op, (uint64_t)v, bits);
+    return unary_int(op, v);
+}
+
+/* Unsigned integers: abs is the identity, sign is 0 or 1, negate wraps. */
+ELEM uint64_t unary_uint(hs_opcode op, uint64_t v, int bits)
+{
+    switch (op) {
+    case HS_OP_NEGATE: return 0 - v;
+    case HS_OP_SIGN: return v != 0;
+    case HS_OP_NOT: return ~v;
+    case HS_OP_POPCNT: case HS_OP_CLZ: return bit_count(op, v, bits);
+    default: return v;
+    }
+}
+
+/* shift-left, shift-right-logical and shift-right-arithmetic of the
+ * `bits`-bit pattern in the low bits of a by b, as XLA's evaluator does:
+ * an amount that is not in [0, bits) as an unsigned `bits`-bit number
+ * shifts everything out (0, or the sign for the arithmetic shift). a and
+ * b may be sign- or zero-extended; the result's bits above `bits` are
+ * not meaningful (the store truncates). */
+ELEM uint64_t shift_elem(hs_opcode op, uint64_t a, uint64_t b, int bits)
+{
+    uint64_t amount = low_bits(b, bits);
+    bool out = amount >= (uint64_t)bits;
+    int up = 64 - bits;
+    int64_t sa = (int64_t)(a << up) >> up; /* sign-extended from bits */
+    switch (op) {
+    case HS_OP_SHIFT_LEFT: return out ? 0 : a << amount;
+    case HS_OP_SHIFT_RIGHT_LOGICAL:
+        return out ? 0 : low_bits(a, bits) >> amount;
+    default: /* HS_OP_SHIFT_RIGHT_ARITHMETIC */
+        return (uint64_t)(out ? (sa < 0 ? -1 : 0) : sa >> amount);
     }
 }
 
@@ -122,6 +231,23 @@ ELEM float binary_f32(hs_opcode op, float a, float b)
     case HS_OP_MINIMUM: return (a < b || a != a) ? a : b;
     case HS_OP_POWER: return powf(a, b);
     case HS_OP_REMAINDER: return fmodf(a, b);
+    case HS_OP_ATAN2: return atan2f(a, b);
+    default: return a;
+    }
+}
+
+ELEM double binary_f64(hs_opcode op, double a, double b)
+{
+    switch (op) {
+    case HS_OP_ADD: return a + b;
+    case HS_OP_SUBTRACT: return a - b;
+    case HS_OP_MULTIPLY: return a * b;
+    case HS_OP_DIVIDE: return a / b;
+    case HS_OP_MAXIMUM: return (a > b || a != a) ? a : b;
+    case HS_OP_MINIMUM: return (a < b || a != a) ? a : b;
+    case HS_OP_POWER: return pow(a, b);
+    case HS_OP_REMAINDER: return fmod(a, b);
+    case HS_OP_ATAN2: return atan2(a, b);
     default: return a;
     }
 }
@@ -163,6 +289,38 @@ static inline int64_t ipow(int64_t base, int64_t e)
 DEFINE_BINARY_INT(binary_s32, int32_t, uint32_t, INT32_MIN)
 DEFINE_BINARY_INT(binary_s64, int64_t, uint64_t, INT64_MIN)
 
+static inline uint64_t upow(uint64_t b, uint64_t e)
+{
+    uint64_t r = 1;
+    while (e) {
+        if (e & 1)
+            r *= b;
+        b *= b;
+        e >>= 1;
+    }
+    return r;
+}
+
+/* Unsigned integers, zero-extended: division by zero gives all ones (the
+ * store keeps the low bits, all ones at any width). */
+ELEM uint64_t binary_u64(hs_opcode op, uint64_t a, uint64_t b)
+{
+    switch (op) {
+    case HS_OP_ADD: return a + b;
+    case HS_OP_SUBTRACT: return a - b;
+    case HS_OP_MULTIPLY: return a * b;
+    case HS_OP_DIVIDE: return b == 0 ? UINT64_MAX : a / b;
+    case HS_OP_REMAINDER: return b == 0 ? a : a % b;
+    case HS_OP_MAXIMUM: return a > b ? a : b;
+    case HS_OP_MINIMUM: return a < b ? a : b;
+    case HS_OP_POWER: return upow(a, b);
+    case HS_OP_AND: return a & b;
+    case HS_OP_OR: return a | b;
+    case HS_OP_XOR: return a ^ b;
+    default: return a;
+    }
+}
+
 /* pred is arithmetic modulo 2 with max = or, min = and. */
 ELEM uint8_t binary_pred(hs_opcode op, uint8_t a, uint8_t b)
 {
@@ -195,6 +353,8 @@ DEFINE_COMPARE(compare_elem_f32, float)
 DEFINE_COMPARE(compare_elem_s32, int32_t)
 DEFINE_COMPARE(compare_elem_s64, int64_t)
 DEFINE_COMPARE(compare_elem_pred, uint8_t)
+DEFINE_COMPARE(compare_elem_f64, double)
+DEFINE_COMPARE(compare_elem_u64, uint64_t)
 
 /* clamp(lo, v, hi): v raised to lo, then lowered to hi. A NaN v stays
  * NaN; a NaN bound is ignored (both compares fail). */
@@ -207,6 +367,8 @@ DEFINE_COMPARE(compare_elem_pred, uint8_t)
 DEFINE_CLAMP(clamp_elem_f32, float)
 DEFINE_CLAMP(clamp_elem_s32, int32_t)
 DEFINE_CLAMP(clamp_elem_s64, int64_t)
+DEFINE_CLAMP(clamp_elem_f64, double)
+DEFINE_CLAMP(clamp_elem_u64, uint64_t)
 
 /* ---- convert ------------------------------------------------------------ */
 

@@ -318,6 +318,7 @@ typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 #define FOLD_BITCAST_CONVERT NULL /* reinterprets bits: not modelled */
 /* element-wise, outside the families */
 #define FOLD_COMPARE fold_compare
+#define FOLD_IS_FINITE NULL /* pred of a float: not folded yet */
 /* element-wise ternary */
 #define FOLD_SELECT fold_select
 #define FOLD_CLAMP fold_clamp
