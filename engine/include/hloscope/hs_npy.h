@@ -11,13 +11,16 @@
 extern "C" {
 #endif
 
-/* Writes t (f32 '<f4', s32 '<i4', pred '|b1') in C order. Atomic: writes
- * PATH.tmp and renames it. */
+/* Writes t in C order: pred '|b1', s8..s64 '|i1'..'<i8', u8..u64,
+ * f16 '<f2', f32 '<f4', f64 '<f8'; bf16 and the f8 types, which NumPy does
+ * not have, as their exact values in '<f4'. Atomic: writes PATH.tmp and
+ * renames it. */
 hs_status hs_npy_write(const char *path, const hs_tensor *t, hs_error *err);
 /* Writes raw f32 data of the given shape. */
 hs_status hs_npy_write_f32(const char *path, const hs_shape *shape,
                            const float *data, hs_error *err);
-/* Reads an f32/s32/bool .npy file in C order into a new tensor. */
+/* Reads a little-endian bool, int, uint or float .npy file (1 to 8 bytes
+ * per element) in C order into a new tensor. */
 hs_tensor *hs_npy_read(const char *path, hs_error *err);
 /* Creates DIR and its parents (mode 0755); ok when it exists. */
 hs_status hs_mkdirs(const char *dir, hs_error *err);

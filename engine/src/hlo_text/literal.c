@@ -8,90 +8,18 @@
 #include <string.h>
 
 #include "hlo_text/hlo_text_internal.h"
+#include "numerics/element_types.h"
 
 /* A scalar written for an array shape (constant(0) for f32[1024,1024]) is
  * expanded only up to this many elements; larger ones stay text. */
 #define FILL_LIMIT ((int64_t)1 << 22)
 
-/* Bytes per element of the types decoded here; 0 for the others. */
-static int elem_bytes(hs_dtype t)
+/* Bytes per element of the types decoded here (every executable type:
+ * pred, the integers of 8 to 64 bits, f16, bf16, f32, f64 and the f8
+ * types); 0 for the others. */
+static int elem_size(hs_dtype t)
 {
-    switch (t) {
-    case HS_PRED: case HS_S8: case HS_U8: return 1;
-    case HS_S16: case HS_U16: case HS_F16: case HS_BF16: return 2;
-    case HS_S32: case HS_U32: case HS_F32: return 4;
-    case HS_S64: case HS_U64: case HS_F64: return 8;
-    default: return 0;
-    }
-}
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static float bits_f32(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f32_to_bf16(float f)
-{
-    uint32_t x = f32_bits(f);
-    if ((x & 0x7fffffff) > 0x7f800000)
-        return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
-    x += 0x7fff + ((x >> 16) & 1);           /* round to nearest even */
-    return (uint16_t)(x >> 16);
-}
-
-static float bf16_to_f32(uint16_t h)
-{
-    return bits_f32((uint32_t)h << 16);
-}
-
-static uint16_t f32_to_f16(float f)
-{
-    uint32_t x = f32_bits(f);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t exp = (x >> 23) & 0xff, mant = x & 0x7fffff;
-    if (exp == 0xff)
-        return (uint16_t)(sign | 0x7c00 | (mant ? 0x200 | (mant >> 13) : 0));
-    int e = (int)exp - 127 + 15;
-    if (e >= 31)
-        return (uint16_t)(sign | 0x7c00);
-    if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign;
-        mant |= 0x800000;
-        int shift = 14 - e;
-        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1);
-        uint32_t mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = sign | ((uint32_t)e << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-        h++; /* a carry into the exponent correctly gives inf */
-    return (uint16_t)h;
-}
-
-static float f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-    if (exp == 0) {
-        float v = ldexpf((float)mant, -24);
-        return sign ? -v : v;
-    }
-    if (exp == 31)
-        return bits_f32(sign | 0x7f800000 | (mant << 13));
-    return bits_f32(sign | ((exp + 112) << 23) | (mant << 13));
+    return elem_bytes(t);
 }
 
 /* Parses one value token (NUL-terminated) into dst. */
@@ -111,26 +39,25 @@ static bool decode_value(hs_dtype t, const char *tok, void *dst)
         return true;
     }
     if (hs_dtype_is_float(t)) {
-        if (t == HS_F64) {
-            double d = strtod(tok, &end);
-            if (*end || end == tok)
-                return false;
-            memcpy(dst, &d, 8);
-            return true;
-        }
-        float f = strtof(tok, &end);
+        double d = strtod(tok, &end);
         if (*end || end == tok)
             return false;
-        if (t == HS_F32) {
+        if (t == HS_F64) {
+            memcpy(dst, &d, 8);
+        } else if (t == HS_F32) {
+            float f = strtof(tok, NULL); /* one rounding from the text */
             memcpy(dst, &f, 4);
-        } else {
-            uint16_t h = t == HS_BF16 ? f32_to_bf16(f) : f32_to_f16(f);
+        } else if (hs_dtype_bits(t) == 16) {
+            uint16_t h = (uint16_t)elem_small_encode(t, d);
             memcpy(dst, &h, 2);
+        } else {
+            uint8_t q = (uint8_t)elem_small_encode(t, d);
+            memcpy(dst, &q, 1);
         }
         return true;
     }
     bool is_signed = t == HS_S8 || t == HS_S16 || t == HS_S32 || t == HS_S64;
-    int bytes = elem_bytes(t);
+    int bytes = elem_size(t);
     if (is_signed) {
         long long v = strtoll(tok, &end, 10);
         if (*end || end == tok || errno)
@@ -172,7 +99,7 @@ static bool is_sep(char c)
 void *hs__literal_decode(hs_arena *a, const hs_shape *sh, const char *text,
                          size_t len)
 {
-    int bytes = elem_bytes(sh->dtype);
+    int bytes = elem_size(sh->dtype);
     if (!bytes || sh->dtype == HS_TUPLE)
         return NULL;
     int64_t n = 1;
@@ -185,7 +112,7 @@ void *hs__literal_decode(hs_arena *a, const hs_shape *sh, const char *text,
      * its values is never larger than its text. */
     unsigned char *data = NULL;
     if (n <= (int64_t)len + 1) {
-        data = hs_arena_alloc(a, (size_t)(n * bytes));
+        data = hs_arena_alloc(a, n > 0 ? (size_t)(n * bytes) : 1);
         if (!data)
             return NULL;
     }
@@ -237,7 +164,7 @@ void *hs__literal_decode(hs_arena *a, const hs_shape *sh, const char *text,
         return NULL;
     /* One value for an array shape: every element takes it. */
     if (!data) {
-        data = hs_arena_alloc(a, (size_t)(n * bytes));
+        data = hs_arena_alloc(a, n > 0 ? (size_t)(n * bytes) : 1);
         if (!data)
             return NULL;
     }
@@ -246,10 +173,26 @@ void *hs__literal_decode(hs_arena *a, const hs_shape *sh, const char *text,
     return data;
 }
 
+/* Whether text s reads back to the bits of v in type t. */
+static bool same_bits(hs_dtype t, const char *s, double v)
+{
+    switch (t) {
+    case HS_F64: {
+        double d = strtod(s, NULL);
+        return memcmp(&d, &v, sizeof d) == 0;
+    }
+    case HS_F32:
+        return elem_f32_bits(strtof(s, NULL)) == elem_f32_bits((float)v);
+    default:
+        return elem_small_encode(t, strtod(s, NULL)) ==
+               elem_small_encode(t, v);
+    }
+}
+
 /* Shortest "%.*g" text, from min_digits up, whose value reads back to the
- * same bits through `same`. */
-static void put_float(hs_buf *b, double v, int min_digits, int max_digits,
-                      bool (*same)(const char *, double))
+ * same bits of type t. */
+static void put_float(hs_buf *b, hs_dtype t, double v, int min_digits,
+                      int max_digits)
 {
     if (isnan(v)) {
         hs__buf_puts(b, signbit(v) ? "-nan" : "nan");
@@ -262,31 +205,10 @@ static void put_float(hs_buf *b, double v, int min_digits, int max_digits,
     char tmp[48];
     for (int p = min_digits; p <= max_digits; p++) {
         snprintf(tmp, sizeof tmp, "%.*g", p, v);
-        if (same(tmp, v))
+        if (same_bits(t, tmp, v))
             break;
     }
     hs__buf_puts(b, tmp);
-}
-
-static bool same_f32(const char *s, double v)
-{
-    return f32_bits(strtof(s, NULL)) == f32_bits((float)v);
-}
-
-static bool same_f64(const char *s, double v)
-{
-    double d = strtod(s, NULL);
-    return memcmp(&d, &v, sizeof d) == 0;
-}
-
-static bool same_bf16(const char *s, double v)
-{
-    return f32_to_bf16(strtof(s, NULL)) == f32_to_bf16((float)v);
-}
-
-static bool same_f16(const char *s, double v)
-{
-    return f32_to_f16(strtof(s, NULL)) == f32_to_f16((float)v);
 }
 
 static void put_value(hs_buf *b, hs_dtype t, const unsigned char *p)
@@ -301,13 +223,17 @@ static void put_value(hs_buf *b, hs_dtype t, const unsigned char *p)
     case HS_U32: { uint32_t v; memcpy(&v, p, 4); hs__buf_put_uint(b, v); break; }
     case HS_S64: { int64_t v; memcpy(&v, p, 8); hs__buf_put_int(b, v); break; }
     case HS_U64: { uint64_t v; memcpy(&v, p, 8); hs__buf_put_uint(b, v); break; }
-    case HS_F32: { float v; memcpy(&v, p, 4); put_float(b, v, 6, 9, same_f32); break; }
-    case HS_F64: { double v; memcpy(&v, p, 8); put_float(b, v, 15, 17, same_f64); break; }
-    case HS_BF16: { uint16_t v; memcpy(&v, p, 2);
-        put_float(b, bf16_to_f32(v), 2, 9, same_bf16); break; }
-    case HS_F16: { uint16_t v; memcpy(&v, p, 2);
-        put_float(b, f16_to_f32(v), 3, 9, same_f16); break; }
-    default: hs__buf_putc(b, '?'); break;
+    case HS_F32: { float v; memcpy(&v, p, 4); put_float(b, t, v, 6, 9); break; }
+    case HS_F64: { double v; memcpy(&v, p, 8); put_float(b, t, v, 15, 17); break; }
+    case HS_BF16: case HS_F16: { uint16_t v; memcpy(&v, p, 2);
+        put_float(b, t, elem_small_decode(t, v), t == HS_F16 ? 3 : 2, 9);
+        break; }
+    default:
+        if (elem_is_f8(t))
+            put_float(b, t, elem_small_decode(t, *p), 1, 9);
+        else
+            hs__buf_putc(b, '?');
+        break;
     }
 }
 
@@ -335,7 +261,7 @@ static void put_dim(hs_buf *b, const hs_shape *sh, const unsigned char *data,
 
 void hs__literal_print(hs_buf *b, const hs_shape *sh, const void *data)
 {
-    int bytes = elem_bytes(sh->dtype);
+    int bytes = elem_size(sh->dtype);
     if (!bytes) {
         hs__buf_putc(b, '?');
         return;

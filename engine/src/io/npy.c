@@ -1,4 +1,10 @@
-/* npy.c - NumPy .npy reader and writer (format 1.0, little-endian). */
+/* npy.c - NumPy .npy reader and writer (format 1.0, little-endian).
+ *
+ * Every type NumPy has is written and read as itself: pred, s8..s64,
+ * u8..u64, f16, f32, f64. bf16 and the f8 types have no NumPy dtype
+ * (ml_dtypes adds them, but a file that needs it is no longer plain
+ * NumPy): they are written widened to '<f4', exactly, so any reader sees
+ * their values; reading gives f32. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,19 +12,53 @@
 #include <sys/stat.h>
 
 #include "hloscope/hs_npy.h"
+#include "numerics/element_types.h"
+
+/* The NumPy types, as .npy headers spell them. */
+static const struct {
+    hs_dtype t;
+    const char *descr;
+} npy_types[] = {
+    {HS_PRED, "|b1"}, {HS_S8, "|i1"},  {HS_S16, "<i2"}, {HS_S32, "<i4"},
+    {HS_S64, "<i8"},  {HS_U8, "|u1"},  {HS_U16, "<u2"}, {HS_U32, "<u4"},
+    {HS_U64, "<u8"},  {HS_F16, "<f2"}, {HS_F32, "<f4"}, {HS_F64, "<f8"},
+};
+enum { N_NPY_TYPES = sizeof npy_types / sizeof npy_types[0] };
 
 static const char *descr_of(hs_dtype t)
 {
-    switch (t) {
-    case HS_F32: return "<f4";
-    case HS_S32: return "<i4";
-    case HS_PRED: return "|b1";
-    default: return NULL;
-    }
+    for (int i = 0; i < N_NPY_TYPES; i++)
+        if (npy_types[i].t == t)
+            return npy_types[i].descr;
+    return NULL;
+}
+
+/* A type without a NumPy dtype, written as exact f32 values. */
+static bool widened_to_f32(hs_dtype t)
+{
+    return elem_class_of(t) == ELEM_F32 && !descr_of(t);
+}
+
+static hs_status write_widened(const char *path, const hs_tensor *t,
+                               hs_error *err)
+{
+    hs_tensor w = {.shape = t->shape};
+    w.shape.dtype = HS_F32;
+    int64_t n = hs_shape_elements(&t->shape);
+    w.data = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    if (!w.data)
+        return hs_error_set(err, HS_ERR_NOMEM, "%s: out of host memory",
+                            path);
+    elem_convert(t->shape.dtype, HS_F32, t->data, w.data, n);
+    hs_status st = hs_npy_write(path, &w, err);
+    free(w.data);
+    return st;
 }
 
 hs_status hs_npy_write(const char *path, const hs_tensor *t, hs_error *err)
 {
+    if (widened_to_f32(t->shape.dtype))
+        return write_widened(path, t, err);
     const char *descr = descr_of(t->shape.dtype);
     if (!descr)
         return hs_error_set(err, HS_ERR_UNSUPPORTED,
@@ -113,16 +153,15 @@ hs_tensor *hs_npy_read(const char *path, hs_error *err)
     const char *descr = dict_value(dict, "'descr'");
     const char *fortran = dict_value(dict, "'fortran_order'");
     const char *shape_text = dict_value(dict, "'shape'");
-    hs_dtype dt;
-    if (descr && strncmp(descr, "'<f4'", 5) == 0)
-        dt = HS_F32;
-    else if (descr && strncmp(descr, "'<i4'", 5) == 0)
-        dt = HS_S32;
-    else if (descr && strncmp(descr, "'|b1'", 5) == 0)
-        dt = HS_PRED;
-    else {
+    hs_dtype dt = HS_TUPLE;
+    for (int i = 0; descr && i < N_NPY_TYPES; i++)
+        if (descr[0] == '\'' && strncmp(descr + 1, npy_types[i].descr, 3) == 0 &&
+            descr[4] == '\'')
+            dt = npy_types[i].t;
+    if (dt == HS_TUPLE) {
         hs_error_set(err, HS_ERR_UNSUPPORTED,
-                     "%s: only <f4, <i4 and |b1 arrays are read", path);
+                     "%s: only little-endian bool, int, uint and float "
+                     "arrays are read", path);
         goto out;
     }
     if (!fortran || strncmp(fortran, "False", 5) != 0 || !shape_text ||
