@@ -685,6 +685,43 @@ static void f64_and_new_float_ops_run(void **state)
     hs_tensor_free(args[0]);
 }
 
+static void bitcast_convert_adds_or_removes_a_minor_dimension(void **state)
+{
+    (void)state;
+    const char *text =
+        "HloModule m\n"
+        "ENTRY e {\n"
+        "  x = f32[2] parameter(0)\n"
+        "  b = u8[2,4] bitcast-convert(x)\n"
+        "  h = bf16[2,2] bitcast-convert(x)\n"
+        "  w = f64[] bitcast-convert(h)\n"
+        "  s = s32[2] bitcast-convert(x)\n"
+        "  ROOT t = (u8[2,4], bf16[2,2], f64[], s32[2]) tuple(b, h, w, s)\n"
+        "}\n";
+    float x[2] = {1.5f, -0x1p-130f};
+    hs_tensor *args[] = {tensor_of(HS_F32, 2, x)};
+    outs o = run_text(text, args, 1);
+    assert_int_equal(o.n, 4);
+    for (int k = 0; k < 4; k++)
+        assert_memory_equal(o.t[k]->data, x, sizeof x);
+    assert_int_equal(o.t[0]->shape.rank, 2);
+    assert_int_equal(o.t[0]->shape.dims[1], 4);
+    assert_int_equal(o.t[2]->shape.rank, 0);
+    outs_free(&o);
+    hs_tensor_free(args[0]);
+    /* A wider target needs the minor dimension of the ratio. */
+    hs_error err;
+    hs_error_clear(&err);
+    const char *bad = "HloModule m\nENTRY e {\n  x = u8[3] parameter(0)\n"
+                      "  ROOT b = u16[] bitcast-convert(x)\n}\n";
+    hs_module *m = hs_hlo_parse(bad, strlen(bad), &err);
+    if (m) {
+        assert_int_not_equal(hs_module_verify(m, &err), HS_OK);
+        hs_module_free(m);
+    }
+    assert_non_null(strstr(err.message, "minor dimension of 2"));
+}
+
 /* ---- literals ------------------------------------------------------------------ */
 
 static void literals_of_every_type_print_back(void **state)
@@ -757,6 +794,7 @@ int main(void)
         cmocka_unit_test(narrow_dots_use_f32_and_integers_wrap),
         cmocka_unit_test(unsigned_shifts_and_data_movement_run),
         cmocka_unit_test(f64_and_new_float_ops_run),
+        cmocka_unit_test(bitcast_convert_adds_or_removes_a_minor_dimension),
         cmocka_unit_test(literals_of_every_type_print_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -47,10 +47,29 @@ hs_status hs__infer_convert(const hs_instruction *i, hs_arena *a,
     if (!is_array_type(to))
         return fail(err, "%s: target element type must be an array type",
                     hs_opcode_name(i->opcode));
-    if (i->opcode == HS_OP_BITCAST_CONVERT &&
-        hs_dtype_bits(to) != hs_dtype_bits(x->dtype))
-        /* It adds or removes a minor dimension. */
-        return hs__infer_unsupported(i, err);
+    int from_bits = hs_dtype_bits(x->dtype), to_bits = hs_dtype_bits(to);
+    if (i->opcode == HS_OP_BITCAST_CONVERT && from_bits != to_bits) {
+        /* XLA adds a minor dimension of from/to elements when the target
+         * is narrower, and removes one of to/from when it is wider. */
+        int64_t dims[HS_MAX_RANK];
+        memcpy(dims, x->dims, sizeof dims);
+        if (from_bits <= 0 || to_bits <= 0 ||
+            (from_bits > to_bits ? from_bits % to_bits : to_bits % from_bits))
+            return hs__infer_unsupported(i, err);
+        if (from_bits > to_bits) {
+            if (x->rank == HS_MAX_RANK)
+                return hs__infer_unsupported(i, err);
+            dims[x->rank] = from_bits / to_bits;
+            set_array(out, to, x->rank + 1, dims);
+            return HS_OK;
+        }
+        if (x->rank == 0 || x->dims[x->rank - 1] != to_bits / from_bits)
+            return fail(err, "bitcast-convert: %s to %s needs a minor "
+                        "dimension of %d", SHAPE_TEXT(x),
+                        hs_dtype_name(to), to_bits / from_bits);
+        set_array(out, to, x->rank - 1, dims);
+        return HS_OK;
+    }
     set_array(out, to, x->rank, x->dims);
     return HS_OK;
 }
