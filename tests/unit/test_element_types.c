@@ -18,6 +18,7 @@
 
 #include "hlo_test_helpers.h"
 #include "hloscope/hs_device.h"
+#include "hloscope/hs_passes.h"
 #include "hloscope/hs_tensor.h"
 #include "numerics/element_loops.h"
 #include "numerics/element_types.h"
@@ -722,6 +723,83 @@ static void bitcast_convert_adds_or_removes_a_minor_dimension(void **state)
     assert_non_null(strstr(err.message, "minor dimension of 2"));
 }
 
+/* ---- constant folding ------------------------------------------------------ */
+
+/* A folded constant has the bits the device computes for the same
+ * instruction, at the new types and opcodes too (both call numerics/). */
+static void folded_constants_of_every_type_have_the_executed_bits(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *type, *a, *b, *root;
+    } cases[] = {
+        {"bf16", "{1.5, -0, 3.3e38, nan}", "{0.1, 3, 3.3e38, 1}",
+         "ROOT r = bf16[4] multiply(a, b)"},
+        {"bf16", "{1.5, -0, 3.3e38, nan}", "{0.1, 3, 3.3e38, 1}",
+         "ROOT r = bf16[4] add(a, b)"},
+        {"f16", "{1, 65504, 6e-08, -2}", "{3, 0.5, 2, 0}",
+         "ROOT r = f16[4] divide(a, b)"},
+        {"f64", "{0.5, -1, 1e300, 2}", "{3, 2, 1e300, 0}",
+         "ROOT r = f64[4] tan(a)"},
+        {"f64", "{0.5, -1, 1e300, 2}", "{3, 2, 1e300, 0}",
+         "ROOT r = f64[4] atan2(a, b)"},
+        {"s8", "{-128, 127, 7, -7}", "{-1, 1, 0, 2}",
+         "ROOT r = s8[4] divide(a, b)"},
+        {"u8", "{255, 1, 7, 128}", "{1, 255, 0, 2}",
+         "ROOT r = u8[4] add(a, b)"},
+        {"u32", "{1, 4294967295, 7, 2147483648}", "{31, 32, 1, 4294967295}",
+         "ROOT r = u32[4] shift-left(a, b)"},
+        {"s16", "{-32768, 5, -5, 1}", "{15, 16, 1, -1}",
+         "ROOT r = s16[4] shift-right-arithmetic(a, b)"},
+        {"u64", "{18446744073709551615, 0, 1, 255}", "{0, 0, 0, 0}",
+         "ROOT r = u64[4] popcnt(a)"},
+        {"s32", "{0, 1, -1, 65536}", "{0, 0, 0, 0}",
+         "ROOT r = s32[4] count-leading-zeros(a)"},
+        {"bf16", "{1.5, -0, 3.3e38, nan}", "{0.1, 3, 3.3e38, 1}",
+         "ROOT r = pred[4] is-finite(b)"},
+        {"f16", "{1, 65504, 6e-08, -2}", "{3, 0.5, 2, 0}",
+         "ROOT r = u8[4] convert(a)"},
+        {"f64", "{0.5, -1, 1e300, 2}", "{3, 2, 1e300, 0}",
+         "ROOT r = bf16[4] convert(a)"},
+        {"u8", "{255, 1, 7, 128}", "{1, 255, 0, 2}",
+         "ROOT r = pred[4] compare(a, b), direction=GT"},
+        {"s8", "{-128, 127, 7, -7}", "{-1, 1, 0, 2}",
+         "ROOT r = s8[4] clamp(b, a, b)"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "HloModule m\nENTRY main {\n"
+                 "  a = %s[4] constant(%s)\n  b = %s[4] constant(%s)\n"
+                 "  %s\n}\n",
+                 cases[k].type, cases[k].a, cases[k].type, cases[k].b,
+                 cases[k].root);
+        hs_module *run_m = parse(text), *fold_m = parse(text);
+        hs_tensor **out = NULL;
+        int n_out = 0;
+        hs_error err;
+        hs_error_clear(&err);
+        if (hs_device_run(run_m, NULL, NULL, 0, &out, &n_out, NULL, &err))
+            fail_msg("%s: %s", cases[k].root, err.message);
+        const hs_pass *pass = hs_pass_lookup("simplify");
+        hs_pass_context ctx;
+        hs_pass_context_init(&ctx);
+        bool changed = false;
+        assert_int_equal(pass->run(fold_m, &ctx, &changed, &err), HS_OK);
+        const hs_instruction *r = fold_m->entry->root;
+        if (r->opcode != HS_OP_CONSTANT)
+            fail_msg("not folded: %s", cases[k].root);
+        assert_int_equal(n_out, 1);
+        if (memcmp(out[0]->data, r->literal,
+                   (size_t)hs_shape_bytes(&r->shape)) != 0)
+            fail_msg("folded and executed bits differ: %s",
+                     cases[k].root);
+        hs_tensors_free(out, n_out);
+        hs_module_free(run_m);
+        hs_module_free(fold_m);
+    }
+}
+
 /* ---- literals ------------------------------------------------------------------ */
 
 static void literals_of_every_type_print_back(void **state)
@@ -795,6 +873,7 @@ int main(void)
         cmocka_unit_test(unsigned_shifts_and_data_movement_run),
         cmocka_unit_test(f64_and_new_float_ops_run),
         cmocka_unit_test(bitcast_convert_adds_or_removes_a_minor_dimension),
+        cmocka_unit_test(folded_constants_of_every_type_have_the_executed_bits),
         cmocka_unit_test(literals_of_every_type_print_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

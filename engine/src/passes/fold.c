@@ -1,5 +1,6 @@
-/* fold.c - constant folding of small f32/s32/pred literals: element-wise
- * ops, and reshape/transpose/broadcast of constants.
+/* fold.c - constant folding of small literals of every executable element
+ * type (hs__foldable_dtype): element-wise ops, and
+ * reshape/transpose/broadcast of constants.
  *
  * Every element is computed by the element function the device's kernels
  * call (numerics/element_ops.h), so a folded constant has the bits that
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numerics/element_loops.h"
 #include "numerics/element_ops.h"
 #include "passes/passes_internal.h"
 
@@ -79,6 +81,21 @@ static void *result(const hs_instruction *i, int64_t n)
 
 /* ---- rules ------------------------------------------------------------- */
 
+/* Operand o as n elements: its data, or its scalar repeated into *owned
+ * (freed by the caller). NULL when out of memory. */
+static const void *expand(const operand *o, int64_t n, void **owned)
+{
+    *owned = NULL;
+    if (o->step)
+        return o->data;
+    size_t es = esize(o->type);
+    unsigned char *p = malloc((size_t)n * es);
+    for (int64_t k = 0; p && k < n; k++)
+        memcpy(p + (size_t)k * es, o->data, es);
+    *owned = p;
+    return p;
+}
+
 static hs_instruction *fold_unary(hs_instruction *i, int64_t n)
 {
     operand a;
@@ -86,17 +103,14 @@ static hs_instruction *fold_unary(hs_instruction *i, int64_t n)
     hs_opcode op = i->opcode;
     if (!operands(i, n, 1, &a) || a.type != t || !unary_defined(op, t))
         return NULL;
-    void *y = result(i, n);
-    for (int64_t k = 0; y && k < n; k++) {
-        switch (t) {
-        case HS_F32: ((float *)y)[k] = unary_f32(op, AT(float, a, k)); break;
-        case HS_S32:
-            ((int32_t *)y)[k] = (int32_t)unary_int(op, AT(int32_t, a, k));
-            break;
-        default:
-            ((uint8_t *)y)[k] = unary_pred(op, AT(uint8_t, a, k));
-            break;
-        }
+    void *y = result(i, n), *own = NULL;
+    const void *ad = y ? expand(&a, n, &own) : NULL;
+    if (ad)
+        elem_unary_run(op, t, ad, y, n);
+    free(own);
+    if (!ad) {
+        free(y);
+        return NULL;
     }
     return finish(i, y);
 }
@@ -109,22 +123,16 @@ static hs_instruction *fold_binary(hs_instruction *i, int64_t n)
     if (!operands(i, n, 2, o) || o[0].type != t || o[1].type != t ||
         !binary_defined(op, t))
         return NULL;
-    void *y = result(i, n);
-    for (int64_t k = 0; y && k < n; k++) {
-        switch (t) {
-        case HS_F32:
-            ((float *)y)[k] =
-                binary_f32(op, AT(float, o[0], k), AT(float, o[1], k));
-            break;
-        case HS_S32:
-            ((int32_t *)y)[k] =
-                binary_s32(op, AT(int32_t, o[0], k), AT(int32_t, o[1], k));
-            break;
-        default:
-            ((uint8_t *)y)[k] =
-                binary_pred(op, AT(uint8_t, o[0], k), AT(uint8_t, o[1], k));
-            break;
-        }
+    void *y = result(i, n), *own[2] = {NULL, NULL};
+    const void *ad = y ? expand(&o[0], n, &own[0]) : NULL;
+    const void *bd = ad ? expand(&o[1], n, &own[1]) : NULL;
+    if (bd)
+        elem_binary_run(op, t, ad, bd, y, n);
+    free(own[0]);
+    free(own[1]);
+    if (!bd) {
+        free(y);
+        return NULL;
     }
     return finish(i, y);
 }
@@ -141,21 +149,16 @@ static hs_instruction *fold_compare(hs_instruction *i, int64_t n)
     if (i->compare_type && strcmp(i->compare_type, "TOTALORDER") == 0)
         return NULL;
     uint8_t *y = result(i, n);
-    for (int64_t k = 0; y && k < n; k++) {
-        switch (o[0].type) {
-        case HS_F32:
-            y[k] = compare_elem_f32(d, AT(float, o[0], k),
-                                    AT(float, o[1], k));
-            break;
-        case HS_S32:
-            y[k] = compare_elem_s32(d, AT(int32_t, o[0], k),
-                                    AT(int32_t, o[1], k));
-            break;
-        default:
-            y[k] = compare_elem_pred(d, AT(uint8_t, o[0], k),
-                                     AT(uint8_t, o[1], k));
-            break;
-        }
+    void *own[2] = {NULL, NULL};
+    const void *ad = y ? expand(&o[0], n, &own[0]) : NULL;
+    const void *bd = ad ? expand(&o[1], n, &own[1]) : NULL;
+    if (bd)
+        elem_compare_run(d, o[0].type, ad, bd, y, n);
+    free(own[0]);
+    free(own[1]);
+    if (!bd) {
+        free(y);
+        return NULL;
     }
     return finish(i, y);
 }
@@ -186,54 +189,53 @@ static hs_instruction *fold_clamp(hs_instruction *i, int64_t n)
     if (!operands(i, n, 3, o) || t == HS_PRED || o[0].type != t ||
         o[1].type != t || o[2].type != t)
         return NULL;
-    void *y = result(i, n);
-    for (int64_t k = 0; y && k < n; k++) {
-        if (t == HS_F32)
-            ((float *)y)[k] = clamp_elem_f32(
-                AT(float, o[0], k), AT(float, o[1], k), AT(float, o[2], k));
-        else
-            ((int32_t *)y)[k] =
-                clamp_elem_s32(AT(int32_t, o[0], k), AT(int32_t, o[1], k),
-                               AT(int32_t, o[2], k));
+    void *y = result(i, n), *own = NULL;
+    const void *xd = y ? expand(&o[1], n, &own) : NULL;
+    if (xd)
+        elem_clamp_run(t, o[0].data, o[0].step, xd, o[2].data, o[2].step, y,
+                       n);
+    free(own);
+    if (!xd) {
+        free(y);
+        return NULL;
     }
     return finish(i, y);
 }
 
-/* convert between f32, s32 and pred, as device/kernels_elementwise.c's
- * dev_convert_loop does. */
+/* convert between any two foldable types, as the device's
+ * dev_convert_loop does (numerics/element_types.h). */
 static hs_instruction *fold_convert(hs_instruction *i, int64_t n)
 {
     operand a;
-    hs_dtype to = i->shape.dtype;
     if (!operands(i, n, 1, &a))
         return NULL;
-    void *y = result(i, n);
-    for (int64_t k = 0; y && k < n; k++) {
-        float f = 0;
-        int32_t s = 0;
-        uint8_t p = 0;
-        switch (a.type) {
-        case HS_F32:
-            f = AT(float, a, k);
-            s = f32_to_s32(f);
-            p = f != 0;
-            break;
-        case HS_S32:
-            s = AT(int32_t, a, k);
-            f = (float)s;
-            p = s != 0;
-            break;
-        default:
-            p = AT(uint8_t, a, k) != 0;
-            f = p;
-            s = p;
-            break;
-        }
-        switch (to) {
-        case HS_F32: ((float *)y)[k] = f; break;
-        case HS_S32: ((int32_t *)y)[k] = s; break;
-        default: ((uint8_t *)y)[k] = p; break;
-        }
+    void *y = result(i, n), *own = NULL;
+    const void *ad = y ? expand(&a, n, &own) : NULL;
+    if (ad)
+        elem_convert(a.type, i->shape.dtype, ad, y, n);
+    free(own);
+    if (!ad) {
+        free(y);
+        return NULL;
+    }
+    return finish(i, y);
+}
+
+static hs_instruction *fold_is_finite(hs_instruction *i, int64_t n)
+{
+    operand a;
+    if (!operands(i, n, 1, &a) || i->shape.dtype != HS_PRED ||
+        !hs_dtype_is_float(a.type))
+        return NULL;
+    uint8_t *y = result(i, n);
+    void *own = NULL;
+    const void *ad = y ? expand(&a, n, &own) : NULL;
+    if (ad)
+        elem_is_finite_run(a.type, ad, y, n);
+    free(own);
+    if (!ad) {
+        free(y);
+        return NULL;
     }
     return finish(i, y);
 }
@@ -318,7 +320,7 @@ typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 #define FOLD_BITCAST_CONVERT NULL /* reinterprets bits: not modelled */
 /* element-wise, outside the families */
 #define FOLD_COMPARE fold_compare
-#define FOLD_IS_FINITE NULL /* pred of a float: not folded yet */
+#define FOLD_IS_FINITE fold_is_finite
 /* element-wise ternary */
 #define FOLD_SELECT fold_select
 #define FOLD_CLAMP fold_clamp

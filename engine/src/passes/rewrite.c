@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numerics/element_types.h"
 #include "passes/passes_internal.h"
 
 /* Appends an existing instruction to c->instrs, growing the array in the
@@ -104,9 +105,11 @@ hs_instruction *hs__add_like(const hs_instruction *like, hs_opcode op,
     return i;
 }
 
+/* Every type the device executes: the folder computes with the same
+ * element functions (numerics/), so a folded constant has the bits. */
 bool hs__foldable_dtype(hs_dtype t)
 {
-    return t == HS_F32 || t == HS_S32 || t == HS_PRED;
+    return elem_class_of(t) != ELEM_NONE;
 }
 
 bool hs__is_constant(const hs_instruction *i)
@@ -119,12 +122,11 @@ double hs__constant_get(const hs_instruction *i, int64_t k)
 {
     if (i->opcode == HS_OP_BROADCAST)
         return hs__constant_get(i->operands[0], 0);
-    switch (i->shape.dtype) {
-    case HS_F32: return ((const float *)i->literal)[k];
-    case HS_S32: return ((const int32_t *)i->literal)[k];
-    case HS_PRED: return ((const uint8_t *)i->literal)[k] != 0;
-    default: return 0;
-    }
+    hs_dtype t = i->shape.dtype;
+    double v;
+    elem_convert(t, HS_F64, (const char *)i->literal + k * elem_bytes(t), &v,
+                 1);
+    return v;
 }
 
 bool hs__is_all(const hs_instruction *i, double v)
