@@ -723,6 +723,65 @@ static void bitcast_convert_adds_or_removes_a_minor_dimension(void **state)
     assert_non_null(strstr(err.message, "minor dimension of 2"));
 }
 
+/* reduce-precision to (8, 7) is bf16 rounding; to (5, 10) it is f16
+ * rounding in f16's normal range, with overflow to inf and everything
+ * below f16's smallest normal flushed to zero (XLA keeps no subnormals). */
+static void reduce_precision_matches_bf16_and_f16_rounding(void **state)
+{
+    (void)state;
+    const char *text =
+        "HloModule m\n"
+        "ENTRY e {\n"
+        "  x = f32[4096] parameter(0)\n"
+        "  b = f32[4096] reduce-precision(x), exponent_bits=8, mantissa_bits=7\n"
+        "  h = f32[4096] reduce-precision(x), exponent_bits=5, "
+        "mantissa_bits=10\n"
+        "  ROOT t = (f32[4096], f32[4096]) tuple(b, h)\n"
+        "}\n";
+    hs_module *m = parse(text);
+    char *s = print(m);
+    assert_contains(s, "reduce-precision(f32[4096]{0} %x), exponent_bits=5, "
+                       "mantissa_bits=10");
+    free(s);
+    hs_module_free(m);
+    float x[4096];
+    uint32_t seed = 12345;
+    for (int i = 0; i < 4096; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = bitsf(seed); /* every exponent, sign and mantissa */
+    }
+    x[0] = NAN;
+    x[1] = 65519.0f;  /* rounds to 65504 in f16 */
+    x[2] = 65520.0f;  /* overflows f16 */
+    x[3] = 0x1p-14f;  /* f16's smallest normal */
+    x[4] = 0x1p-15f;  /* an f16 subnormal: flushed */
+    hs_tensor *args[] = {tensor_of(HS_F32, 4096, x)};
+    outs o = run_text(text, args, 1);
+    const float *b = o.t[0]->data, *h = o.t[1]->data;
+    for (int i = 0; i < 4096; i++) {
+        if (isnan(x[i])) {
+            assert_true(isnan(b[i]) && isnan(h[i]));
+            continue;
+        }
+        assert_int_equal(fbits(b[i]), (uint32_t)ref_bf16(x[i]) << 16);
+        float want;
+#ifdef __FLT16_MAX__
+        want = (float)(_Float16)x[i];
+#else
+        want = elem_f16_to_f32(elem_f32_to_f16(x[i]));
+#endif
+        if (fabsf(want) < 0x1p-14f)
+            want = copysignf(0.0f, x[i]);
+        if (fbits(h[i]) != fbits(want))
+            fail_msg("reduce-precision(5, 10) of %a: %a, want %a", x[i],
+                     h[i], want);
+    }
+    assert_true(h[1] == 65504.0f && isinf(h[2]) && h[3] == 0x1p-14f &&
+                h[4] == 0.0f);
+    outs_free(&o);
+    hs_tensor_free(args[0]);
+}
+
 /* ---- constant folding ------------------------------------------------------ */
 
 /* A folded constant has the bits the device computes for the same
@@ -765,6 +824,12 @@ static void folded_constants_of_every_type_have_the_executed_bits(void **state)
          "ROOT r = pred[4] compare(a, b), direction=GT"},
         {"s8", "{-128, 127, 7, -7}", "{-1, 1, 0, 2}",
          "ROOT r = s8[4] clamp(b, a, b)"},
+        {"bf16", "{1.5, -0, 3.3e38, nan}", "{0.1, 3, 3.3e38, 1}",
+         "ROOT r = bf16[4] reduce-precision(b), exponent_bits=5, "
+         "mantissa_bits=2"},
+        {"f64", "{0.5, -1, 1e300, 2}", "{3, 2, 1e300, 0}",
+         "ROOT r = f64[4] reduce-precision(a), exponent_bits=8, "
+         "mantissa_bits=23"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         char text[1024];
@@ -873,6 +938,7 @@ int main(void)
         cmocka_unit_test(unsigned_shifts_and_data_movement_run),
         cmocka_unit_test(f64_and_new_float_ops_run),
         cmocka_unit_test(bitcast_convert_adds_or_removes_a_minor_dimension),
+        cmocka_unit_test(reduce_precision_matches_bf16_and_f16_rounding),
         cmocka_unit_test(folded_constants_of_every_type_have_the_executed_bits),
         cmocka_unit_test(literals_of_every_type_print_back),
     };

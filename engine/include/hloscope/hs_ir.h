@@ -281,8 +281,9 @@ struct hs_instruction {
     /* Attributes; which ones are meaningful depends on the opcode. */
     int64_t index;    /* parameter number; get-tuple-element index */
     int n_dims;       /* dimensions={...} of broadcast, transpose, reduce, */
-    int64_t *dims;    /* concatenate, reverse; dynamic_slice_sizes; and */
-                      /* iota_dimension (n_dims = 1) */
+    int64_t *dims;    /* concatenate, reverse; dynamic_slice_sizes; */
+                      /* iota_dimension (n_dims = 1); reduce-precision's */
+                      /* {exponent_bits, mantissa_bits} (n_dims = 2) */
     hs_dot_dims *dot; /* dot */
     hs_slice_dims *slice; /* slice */
     hs_direction direction;      /* compare */

@@ -92,6 +92,7 @@ typedef enum hs_op_category {
     X(ROUND_NEAREST_AFZ, "round-nearest-afz", 1, HS_CAT_ELEMENTWISE,        \
       UNARY_FLOAT)                                                          \
     X(IS_FINITE, "is-finite", 1, HS_CAT_ELEMENTWISE, OWN)                   \
+    X(REDUCE_PRECISION, "reduce-precision", 1, HS_CAT_ELEMENTWISE, OWN)     \
     /* element-wise ternary */                                              \
     X(SELECT, "select", 3, HS_CAT_ELEMENTWISE, OWN)                         \
     X(CLAMP, "clamp", 3, HS_CAT_ELEMENTWISE, OWN)                           \

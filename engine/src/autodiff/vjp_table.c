@@ -57,6 +57,8 @@
 #define VJP_ROUND_NEAREST_EVEN hs__vjp_zero
 #define VJP_ROUND_NEAREST_AFZ hs__vjp_zero
 #define VJP_IS_FINITE NULL
+#define VJP_REDUCE_PRECISION NULL /* JAX's rule (the cotangent reduced
+                                     the same way) is not written yet */
 /* element-wise ternary */
 #define VJP_SELECT hs__vjp_select
 #define VJP_CLAMP hs__vjp_clamp

@@ -231,6 +231,7 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 #define COST_BITCAST_CONVERT COSTED(cost_free) /* reinterprets in place */
 #define COST_COMPARE COSTED(cost_elementwise)
 #define COST_IS_FINITE COSTED(cost_elementwise)
+#define COST_REDUCE_PRECISION COSTED(cost_elementwise)
 #define COST_SELECT COSTED(cost_elementwise)
 #define COST_CLAMP COSTED(cost_elementwise)
 #define COST_MAP COSTED(cost_elementwise)

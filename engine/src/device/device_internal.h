@@ -207,6 +207,8 @@ hs_status dev_k_binary(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_compare(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_is_finite(dev_ctx *, const dev_step *, dev_val **,
                           dev_val **);
+hs_status dev_k_reduce_precision(dev_ctx *, const dev_step *, dev_val **,
+                                 dev_val **);
 hs_status dev_k_select(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_clamp(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_alias(dev_ctx *, const dev_step *, dev_val **, dev_val **);

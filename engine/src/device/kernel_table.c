@@ -33,6 +33,7 @@
 /* element-wise, outside the families */
 #define KERNEL_COMPARE RUN(dev_k_compare)
 #define KERNEL_IS_FINITE RUN(dev_k_is_finite)
+#define KERNEL_REDUCE_PRECISION RUN(dev_k_reduce_precision)
 #define KERNEL_SELECT RUN(dev_k_select)
 #define KERNEL_CLAMP RUN(dev_k_clamp)
 /* data movement */

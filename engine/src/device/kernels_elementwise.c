@@ -548,3 +548,32 @@ hs_status dev_k_is_finite(dev_ctx *x, const dev_step *s, dev_val **f,
     *out = v;
     return HS_OK;
 }
+
+/* ---- reduce-precision --------------------------------------------------- */
+
+hs_status dev_k_reduce_precision(dev_ctx *x, const dev_step *s, dev_val **f,
+                                 dev_val **out)
+{
+    const hs_instruction *in = s->in;
+    const dev_val *a = dev_op(s, f, 0);
+    int64_t n = hs_shape_elements(&in->shape);
+    hs_status st = same_size(x, in, a, n);
+    if (st)
+        return st;
+    hs_dtype t = in->shape.dtype;
+    if (a->shape->dtype != t || !hs_dtype_is_float(t))
+        return bad_type(x, in, a->shape->dtype);
+    if (in->n_dims != 2 || in->dims[0] < 1 || in->dims[1] < 0 ||
+        in->dims[0] > 64 || in->dims[1] > 64)
+        return hs_error_set(x->err, HS_ERR_INVALID,
+                            "instruction %s: reduce-precision needs "
+                            "exponent_bits >= 1 and mantissa_bits >= 0",
+                            in->name);
+    dev_val *v = dev_array_new(x, &in->shape);
+    if (!v)
+        return x->err->status;
+    elem_reduce_precision_run(t, (int)in->dims[0], (int)in->dims[1],
+                              a->block->data, v->block->data, n);
+    *out = v;
+    return HS_OK;
+}

@@ -366,6 +366,18 @@ bool hs__parse_attribute(hs_parser *P, hs_instruction *i)
         hs_instruction_set_dims(i, &v, 1);
         return i->dims ? true : oom(P);
     }
+    if ((key_is(k, kn, "exponent_bits") || key_is(k, kn, "mantissa_bits")) &&
+        op == HS_OP_REDUCE_PRECISION) {
+        /* dims = {exponent_bits, mantissa_bits} */
+        int64_t v, bits[2] = {0, 0};
+        if (!hs__scan_int(s, &v, "a number of bits"))
+            return false;
+        if (i->n_dims == 2)
+            memcpy(bits, i->dims, sizeof bits);
+        bits[key_is(k, kn, "mantissa_bits")] = v;
+        hs_instruction_set_dims(i, bits, 2);
+        return i->dims ? true : oom(P);
+    }
     if (key_is(k, kn, "index") && op == HS_OP_GET_TUPLE_ELEMENT)
         return hs__scan_int(s, &i->index, "a tuple index");
     if (key_is(k, kn, "slice") && op == HS_OP_SLICE)

@@ -108,6 +108,13 @@ static void put_own_attributes(hs_buf *b, const hs_instruction *i)
             put_key(b, "iota_dimension");
             hs__buf_put_int(b, i->dims[0]);
         }
+    } else if (op == HS_OP_REDUCE_PRECISION) {
+        if (i->n_dims == 2) {
+            put_key(b, "exponent_bits");
+            hs__buf_put_int(b, i->dims[0]);
+            put_key(b, "mantissa_bits");
+            hs__buf_put_int(b, i->dims[1]);
+        }
     } else if (i->n_dims > 0 || always_has_dimensions(op)) {
         put_key(b, "dimensions");
         put_int_list(b, i->dims, i->n_dims);

@@ -125,6 +125,7 @@ hs_status hs__infer_u32_scalar(const hs_instruction *i, hs_arena *a,
 #define SHAPE_BITCAST_CONVERT RULE(convert)
 #define SHAPE_COMPARE RULE(binary_any)
 #define SHAPE_IS_FINITE RULE(is_finite)
+#define SHAPE_REDUCE_PRECISION RULE(unary_float)
 #define SHAPE_SELECT RULE(select)
 #define SHAPE_CLAMP RULE(clamp)
 #define SHAPE_MAP WRITTEN("map's rule needs its mapped computation's "   \

@@ -280,3 +280,29 @@ bool elem_is_finite_run(hs_dtype t, const void *a, uint8_t *y, int64_t n)
     })
     return true;
 }
+
+bool elem_reduce_precision_run(hs_dtype t, int e, int m, const void *a,
+                               void *y, int64_t n)
+{
+    hs_dtype w = elem_wide(t);
+    if ((w != HS_F32 && w != HS_F64) || e < 1 || m < 0)
+        return false;
+    int es = elem_bytes(t), exp_bits = e, mant_bits = m;
+    bool f32 = w == HS_F32;
+    _Alignas(64) uint64_t ba[ELEM_CHUNK], by[ELEM_CHUNK];
+    CHUNKS(n, {
+        const void *p = chunk_in(t, a, at, m, ba);
+        void *out = t == w ? (char *)y + at * es : (void *)by;
+        if (f32)
+            for (int64_t i = 0; i < m; i++)
+                ((uint32_t *)out)[i] = (uint32_t)reduce_precision_bits(
+                    ((const uint32_t *)p)[i], 8, 23, exp_bits, mant_bits);
+        else
+            for (int64_t i = 0; i < m; i++)
+                ((uint64_t *)out)[i] = reduce_precision_bits(
+                    ((const uint64_t *)p)[i], 11, 52, exp_bits, mant_bits);
+        if (t != w)
+            elem_store(t, w, by, (char *)y + at * es, m);
+    })
+    return true;
+}

@@ -29,6 +29,10 @@ bool elem_compare_run(hs_direction d, hs_dtype t, const void *a,
 bool elem_clamp_run(hs_dtype t, const void *lo, int64_t lstep,
                     const void *a, const void *hi, int64_t hstep, void *y,
                     int64_t n);
+/* reduce-precision to `e` exponent and `m` mantissa bits, computed on the
+ * bits of t's wide type (f32 or f64; exact for the narrower floats). */
+bool elem_reduce_precision_run(hs_dtype t, int e, int m, const void *a,
+                               void *y, int64_t n);
 /* y (pred) = isfinite(a) for a float type t. */
 bool elem_is_finite_run(hs_dtype t, const void *a, uint8_t *y, int64_t n);
 

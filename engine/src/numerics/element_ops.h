@@ -370,6 +370,40 @@ DEFINE_CLAMP(clamp_elem_s64, int64_t)
 DEFINE_CLAMP(clamp_elem_f64, double)
 DEFINE_CLAMP(clamp_elem_u64, uint64_t)
 
+/* ---- reduce-precision -------------------------------------------------- */
+
+/* reduce-precision of the float with bits x (src_e exponent and src_m
+ * mantissa bits, sign on top): the mantissa rounded to m bits (nearest,
+ * ties to even), then exponents outside what e bits hold overflow to inf
+ * and underflow to zero (keeping the sign), as XLA's emitter does;
+ * subnormals of the reduced format are not kept. A NaN stays the NaN it
+ * was. */
+ELEM uint64_t reduce_precision_bits(uint64_t x, int src_e, int src_m, int e,
+                                    int m)
+{
+    int nbits = 1 + src_e + src_m;
+    uint64_t exp_mask = ((UINT64_C(1) << src_e) - 1) << src_m;
+    uint64_t sign = x & (UINT64_C(1) << (nbits - 1));
+    bool nan = (x & exp_mask) == exp_mask && (x & ((UINT64_C(1) << src_m) -
+                                                   1));
+    uint64_t r = x;
+    if (m < src_m) {
+        uint64_t last = UINT64_C(1) << (src_m - m);
+        uint64_t bias = ((last >> 1) - 1) + ((r & last) >> (src_m - m));
+        r = (r + bias) & ~(last - 1);
+    }
+    if (e < src_e) {
+        uint64_t src_bias = (UINT64_C(1) << (src_e - 1)) - 1;
+        uint64_t red_bias = (UINT64_C(1) << (e - 1)) - 1;
+        uint64_t ex = r & exp_mask;
+        if (ex > (src_bias + red_bias) << src_m)
+            r = sign | exp_mask;
+        else if (ex <= (src_bias - red_bias) << src_m)
+            r = sign;
+    }
+    return nan ? x : r;
+}
+
 /* ---- convert ------------------------------------------------------------ */
 
 /* Float to integer saturates and maps NaN to 0, as XLA does. Integer to

@@ -240,6 +240,27 @@ static hs_instruction *fold_is_finite(hs_instruction *i, int64_t n)
     return finish(i, y);
 }
 
+static hs_instruction *fold_reduce_precision(hs_instruction *i, int64_t n)
+{
+    operand a;
+    hs_dtype t = i->shape.dtype;
+    if (!operands(i, n, 1, &a) || a.type != t || i->n_dims != 2 ||
+        i->dims[0] < 1 || i->dims[1] < 0 || i->dims[0] > 64 ||
+        i->dims[1] > 64 || !hs_dtype_is_float(t))
+        return NULL;
+    void *y = result(i, n), *own = NULL;
+    const void *ad = y ? expand(&a, n, &own) : NULL;
+    if (ad)
+        elem_reduce_precision_run(t, (int)i->dims[0], (int)i->dims[1], ad,
+                                  y, n);
+    free(own);
+    if (!ad) {
+        free(y);
+        return NULL;
+    }
+    return finish(i, y);
+}
+
 /* Reshape, transpose and broadcast only move elements: out element k
  * reads operand element sum(index_d * step[d]) over output dimensions d. */
 static hs_instruction *fold_move(hs_instruction *i, int64_t n)
@@ -321,6 +342,7 @@ typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 /* element-wise, outside the families */
 #define FOLD_COMPARE fold_compare
 #define FOLD_IS_FINITE fold_is_finite
+#define FOLD_REDUCE_PRECISION fold_reduce_precision
 /* element-wise ternary */
 #define FOLD_SELECT fold_select
 #define FOLD_CLAMP fold_clamp
