@@ -534,6 +534,63 @@ static void bf16_ops_round_every_result_and_reduce_in_bf16(void **state)
     hs_tensor_free(args[1]);
 }
 
+/* The reduce loops of the other types (kernels_reduce.c, reduce_wide)
+ * give the bits of the interpreted reducer, which computes in the
+ * reducer's type, for rows and columns. */
+static void reduce_loops_match_the_interpreted_reducer(void **state)
+{
+    (void)state;
+    static const char *types[] = {"bf16", "f16", "f64", "s8", "u16",
+                                  "f8e4m3fn"};
+    static const char *ops[] = {"add", "multiply", "maximum", "minimum"};
+    for (int ti = 0; ti < 6; ti++)
+        for (int oi = 0; oi < 4; oi++) {
+            const char *t = types[ti], *op = ops[oi];
+            char text[2048];
+            snprintf(text, sizeof text,
+                     "HloModule m\n"
+                     "fast {\n  a = %s[] parameter(0)\n"
+                     "  b = %s[] parameter(1)\n"
+                     "  ROOT s = %s[] %s(a, b)\n}\n"
+                     "slow {\n  a = %s[] parameter(0)\n"
+                     "  b = %s[] parameter(1)\n  c = %s[] copy(a)\n"
+                     "  ROOT s = %s[] %s(c, b)\n}\n"
+                     "ENTRY e {\n  x = f32[64,50] parameter(0)\n"
+                     "  k = f32[] constant(0.37)\n"
+                     "  kb = f32[64,50] broadcast(k), dimensions={}\n"
+                     "  w = f32[64,50] add(x, kb)\n"
+                     "  xt = %s[64,50] convert(w)\n"
+                     "  z = %s[] constant(1)\n"
+                     "  r1 = %s[64] reduce(xt, z), dimensions={1}, "
+                     "to_apply=fast\n"
+                     "  r2 = %s[64] reduce(xt, z), dimensions={1}, "
+                     "to_apply=slow\n"
+                     "  c1 = %s[50] reduce(xt, z), dimensions={0}, "
+                     "to_apply=fast\n"
+                     "  c2 = %s[50] reduce(xt, z), dimensions={0}, "
+                     "to_apply=slow\n"
+                     "  ROOT t = (%s[64], %s[64], %s[50], %s[50]) "
+                     "tuple(r1, r2, c1, c2)\n}\n",
+                     t, t, t, op, t, t, t, t, op, t, t, t, t, t, t, t, t, t,
+                     t);
+            float x[64 * 50];
+            for (int i = 0; i < 64 * 50; i++)
+                x[i] = (float)((i * 37) % 101) / 50.0f - 1.0f;
+            int64_t d[2] = {64, 50};
+            hs_shape sx = hs_shape_make(HS_F32, 2, d);
+            hs_tensor *args[] = {hs_tensor_new(&sx)};
+            memcpy(args[0]->data, x, sizeof x);
+            outs o = run_text(text, args, 1);
+            int es = elem_bytes(o.t[0]->shape.dtype);
+            if (memcmp(o.t[0]->data, o.t[1]->data, (size_t)(64 * es)) ||
+                memcmp(o.t[2]->data, o.t[3]->data, (size_t)(50 * es)))
+                fail_msg("%s %s: the loop and the interpreted reducer "
+                         "differ", t, op);
+            outs_free(&o);
+            hs_tensor_free(args[0]);
+        }
+}
+
 static void narrow_dots_use_f32_and_integers_wrap(void **state)
 {
     (void)state;
@@ -934,6 +991,7 @@ int main(void)
         cmocka_unit_test(unsigned_integers_wrap_and_follow_xla_at_each_width),
         cmocka_unit_test(convert_saturates_wraps_and_rounds),
         cmocka_unit_test(bf16_ops_round_every_result_and_reduce_in_bf16),
+        cmocka_unit_test(reduce_loops_match_the_interpreted_reducer),
         cmocka_unit_test(narrow_dots_use_f32_and_integers_wrap),
         cmocka_unit_test(unsigned_shifts_and_data_movement_run),
         cmocka_unit_test(f64_and_new_float_ops_run),

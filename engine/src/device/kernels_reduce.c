@@ -146,6 +146,96 @@ DEFINE_REDUCE_LOOP(reduce_s32, int32_t, binary_s32)
 DEFINE_REDUCE_LOOP(reduce_s64, int64_t, binary_s64)
 DEFINE_REDUCE_LOOP(reduce_pred, uint8_t, binary_pred)
 
+/* ---- the other element types ------------------------------------------ */
+
+/* v rounded to the narrow float type t (bf16, f16, f8) and back: what a
+ * reducer computing in t keeps after each step. */
+static inline float round_to(hs_dtype t, float v)
+{
+    switch (t) {
+    case HS_BF16: return elem_bf16_to_f32(elem_f32_to_bf16(v));
+    case HS_F16: return elem_f16_to_f32(elem_f32_to_f16(v));
+    default: return (float)elem_small_decode(t, elem_small_encode(t, v));
+    }
+}
+
+/* Accumulates in the wide type W with the element function FN; ROUND
+ * narrows after every step (a narrow float's reducer rounds each add). */
+#define REDUCE_WIDE(W, FN, ROUND)                                          \
+    do {                                                                   \
+        W *acc = (W *)wide_acc, w0;                                        \
+        const W *v = buf;                                                  \
+        memcpy(&w0, winit, sizeof w0);                                     \
+        if (cols) {                                                        \
+            for (int64_t j = 0; j < outer; j++)                            \
+                acc[j] = w0;                                               \
+            for (int64_t r = 0; r < red; r++)                              \
+                for (int64_t j0 = 0; j0 < outer; j0 += ELEM_CHUNK) {       \
+                    int64_t m = outer - j0 < ELEM_CHUNK ? outer - j0       \
+                                                        : ELEM_CHUNK;      \
+                    elem_load(t, a + (r * outer + j0) * es, buf, m);       \
+                    for (int64_t i = 0; i < m; i++)                        \
+                        acc[j0 + i] = ROUND(FN(op, acc[j0 + i], v[i]));    \
+                }                                                          \
+        } else {                                                           \
+            for (int64_t o = 0; o < outer; o++) {                          \
+                W s = w0;                                                  \
+                for (int64_t j0 = 0; j0 < red; j0 += ELEM_CHUNK) {         \
+                    int64_t m = red - j0 < ELEM_CHUNK ? red - j0           \
+                                                      : ELEM_CHUNK;        \
+                    elem_load(t, a + (o * red + j0) * es, buf, m);         \
+                    for (int64_t i = 0; i < m; i++)                        \
+                        s = ROUND(FN(op, s, v[i]));                        \
+                }                                                          \
+                acc[o] = s;                                                \
+            }                                                              \
+        }                                                                  \
+    } while (0)
+
+#define NO_ROUND(v) (v)
+#define ROUND_T(v) round_to(t, (v))
+
+/* A fast-path reducer (add, multiply, maximum, minimum, and, or) at a type
+ * other than f32, s32, s64 and pred: chunks of the input are widened and
+ * accumulated in the wide type, in the order of the plain loops above.
+ * Integers wrap at their width when stored (the same result as wrapping at
+ * every step); f64 is exact double arithmetic; bf16, f16 and the f8 types
+ * round to their type after every step, as the HLO reducer computing in
+ * that type does. False when out of memory. */
+static bool reduce_wide(hs_opcode op, bool cols, hs_dtype t, const char *a,
+                        const void *init, void *y, int64_t outer,
+                        int64_t red)
+{
+    hs_dtype w = elem_wide(t);
+    int es = elem_bytes(t);
+    unsigned char winit[8];
+    /* The accumulators and a chunk of widened input, in memory of no
+     * declared type (read as the wide type). */
+    char *wide_acc = malloc((size_t)(outer > 0 ? outer : 1) * 8 +
+                            ELEM_CHUNK * 8);
+    if (!wide_acc)
+        return false;
+    void *buf = wide_acc + (outer > 0 ? outer : 1) * 8;
+    elem_load(t, init, winit, 1);
+    switch (w) {
+    case HS_F32:
+        if (op == HS_OP_AND || op == HS_OP_OR)
+            break; /* not float operations; never asked */
+        REDUCE_WIDE(float, binary_f32, ROUND_T);
+        break;
+    case HS_F64:
+        if (op == HS_OP_AND || op == HS_OP_OR)
+            break;
+        REDUCE_WIDE(double, binary_f64, NO_ROUND);
+        break;
+    case HS_S64: REDUCE_WIDE(int64_t, binary_s64, NO_ROUND); break;
+    default: REDUCE_WIDE(uint64_t, binary_u64, NO_ROUND); break;
+    }
+    elem_store(t, w, wide_acc, y, outer);
+    free(wide_acc);
+    return true;
+}
+
 /* The interpreted path: acc = reducer(acc, x) per element. */
 static hs_status reduce_interpreted(dev_ctx *x, const dev_step *s,
                                     const char *a, const dev_val *init,
@@ -370,13 +460,15 @@ hs_status dev_k_reduce(dev_ctx *x, const dev_step *s, dev_val **f,
     hs_status st = HS_OK;
     void *y = v->block->data;
     const void *init = iv->block->data;
-    /* The other types interpret the reducer, which computes in the
-     * reducer's own type: a bf16 add rounds to bf16 at every step, as
-     * the HLO says. */
     bool fast_type = t == HS_F32 || t == HS_S32 || t == HS_S64 ||
                      t == HS_PRED;
-    if (fast_type && s->aux >= 0 &&
-        (t != HS_F32 || (s->aux != HS_OP_AND && s->aux != HS_OP_OR))) {
+    bool logical = s->aux == HS_OP_AND || s->aux == HS_OP_OR;
+    if (!fast_type && s->aux >= 0 && !(hs_dtype_is_float(t) && logical)) {
+        /* The other types: widened, rounded to t at every step. */
+        if (!reduce_wide((hs_opcode)s->aux, cols, t, a, init, y, outer,
+                         red))
+            st = dev_oom(x);
+    } else if (fast_type && s->aux >= 0 && (t != HS_F32 || !logical)) {
         hs_opcode op = (hs_opcode)s->aux;
         switch (t) {
         case HS_F32:
