@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "hlo_test_helpers.h"
+#include "hloscope/hs_compile.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_passes.h"
 #include "hloscope/hs_tensor.h"
@@ -922,6 +923,82 @@ static void folded_constants_of_every_type_have_the_executed_bits(void **state)
     }
 }
 
+/* ---- fusion -------------------------------------------------------------------- */
+
+/* The fusion pass's element-wise programs at 1-, 2- and 8-byte types
+ * (loads through index maps, iota, select, converts, shifts) give the bits
+ * of the unfused kernels. */
+static void fused_programs_at_every_width_match_unfused(void **state)
+{
+    (void)state;
+    const char *text =
+        "HloModule m\n"
+        "ENTRY e {\n"
+        "  x = f32[32,48] parameter(0)\n"
+        "  xb = bf16[32,48] convert(x)\n"
+        "  t = bf16[48,32] transpose(xb), dimensions={1,0}\n"
+        "  i = bf16[48,32] iota(), iota_dimension=1\n"
+        "  m = bf16[48,32] multiply(t, i)\n"
+        "  z = bf16[] constant(0)\n"
+        "  zb = bf16[48,32] broadcast(z), dimensions={}\n"
+        "  p = pred[48,32] compare(m, zb), direction=GT\n"
+        "  s = bf16[48,32] select(p, m, t)\n"
+        "  h = f16[48,32] convert(s)\n"
+        "  e = f16[48,32] exponential(h)\n"
+        "  u = u8[48,32] convert(e)\n"
+        "  one = u8[] constant(1)\n"
+        "  ob = u8[48,32] broadcast(one), dimensions={}\n"
+        "  sh = u8[48,32] shift-left(u, ob)\n"
+        "  r = u8[48,32] reverse(sh), dimensions={0}\n"
+        "  w = u64[48,32] convert(r)\n"
+        "  k = u64[] constant(40)\n"
+        "  kb = u64[48,32] broadcast(k), dimensions={}\n"
+        "  q = u64[48,32] shift-left(w, kb)\n"
+        "  d = f64[48,32] convert(q)\n"
+        "  ROOT o = (f16[48,32], u8[48,32], f64[48,32]) tuple(e, r, d)\n"
+        "}\n";
+    hs_module *m = parse(text);
+    float x[32 * 48];
+    for (int i = 0; i < 32 * 48; i++)
+        x[i] = (float)((i * 29) % 97) / 24.0f - 2.0f;
+    int64_t dims[2] = {32, 48};
+    hs_shape sx = hs_shape_make(HS_F32, 2, dims);
+    hs_tensor *args[] = {hs_tensor_new(&sx)};
+    memcpy(args[0]->data, x, sizeof x);
+    const char *pipelines[] = {"verify", "verify,fusion"};
+    hs_tensor **out[2];
+    int n[2];
+    hs_executable *exe[2];
+    for (int k = 0; k < 2; k++) {
+        hs_compile_options o;
+        hs_compile_options_init(&o);
+        o.pipeline = pipelines[k];
+        hs_error err;
+        hs_error_clear(&err);
+        if (hs_compile(m, &o, NULL, NULL, &exe[k], &err) != HS_OK)
+            fail_msg("compile: %s", err.message);
+        if (hs_device_run(hs_executable_module(exe[k]), NULL, args, 1,
+                          &out[k], &n[k], NULL, &err) != HS_OK)
+            fail_msg("run (%s): %s", pipelines[k], err.message);
+    }
+    const hs_module *fused = hs_executable_module(exe[1]);
+    int fusions = 0;
+    for (int k = 0; k < fused->entry->n_instrs; k++)
+        fusions += fused->entry->instrs[k]->opcode == HS_OP_FUSION;
+    assert_true(fusions >= 1);
+    assert_int_equal(n[0], n[1]);
+    for (int k = 0; k < n[0]; k++)
+        if (memcmp(out[0][k]->data, out[1][k]->data,
+                   (size_t)hs_shape_bytes(&out[0][k]->shape)) != 0)
+            fail_msg("output %d: fused and unfused bits differ", k);
+    for (int k = 0; k < 2; k++) {
+        hs_tensors_free(out[k], n[k]);
+        hs_executable_release(exe[k]);
+    }
+    hs_tensor_free(args[0]);
+    hs_module_free(m);
+}
+
 /* ---- literals ------------------------------------------------------------------ */
 
 static void literals_of_every_type_print_back(void **state)
@@ -998,6 +1075,7 @@ int main(void)
         cmocka_unit_test(bitcast_convert_adds_or_removes_a_minor_dimension),
         cmocka_unit_test(reduce_precision_matches_bf16_and_f16_rounding),
         cmocka_unit_test(folded_constants_of_every_type_have_the_executed_bits),
+        cmocka_unit_test(fused_programs_at_every_width_match_unfused),
         cmocka_unit_test(literals_of_every_type_print_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
