@@ -228,8 +228,16 @@ AVX2_CLONES void dev_unary_loop(hs_opcode op, hs_dtype t, const void *a,
     elem_unary_run(op, t, a, y, n);
 }
 
-hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
-                      dev_val **out)
+/* The kernels of one operand and one result of the same size (unary,
+ * convert, is-finite, reduce-precision): `ok` says whether the operand's
+ * type fits the instruction (NULL: any), `run` writes the n results. */
+typedef bool (*one_operand_ok)(const hs_instruction *in, hs_dtype from);
+typedef void (*one_operand_run)(const hs_instruction *in, hs_dtype from,
+                                const void *a, void *y, int64_t n);
+
+static hs_status one_operand(dev_ctx *x, const dev_step *s, dev_val **f,
+                             dev_val **out, one_operand_ok ok,
+                             one_operand_run run)
 {
     const hs_instruction *in = s->in;
     const dev_val *a = dev_op(s, f, 0);
@@ -237,15 +245,31 @@ hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
     hs_status st = same_size(x, in, a, n);
     if (st)
         return st;
-    hs_dtype t = in->shape.dtype;
-    if (t != a->shape->dtype || !dev_unary_supported(in->opcode, t))
+    if (ok && !ok(in, a->shape->dtype))
         return bad_type(x, in, a->shape->dtype);
     dev_val *v = dev_array_new(x, &in->shape);
     if (!v)
         return x->err->status;
-    dev_unary_loop(in->opcode, t, a->block->data, v->block->data, n);
+    run(in, a->shape->dtype, a->block->data, v->block->data, n);
     *out = v;
     return HS_OK;
+}
+
+static bool unary_ok(const hs_instruction *in, hs_dtype from)
+{
+    return from == in->shape.dtype && dev_unary_supported(in->opcode, from);
+}
+
+static void unary_run(const hs_instruction *in, hs_dtype from,
+                      const void *a, void *y, int64_t n)
+{
+    dev_unary_loop(in->opcode, from, a, y, n);
+}
+
+hs_status dev_k_unary(dev_ctx *x, const dev_step *s, dev_val **f,
+                      dev_val **out)
+{
+    return one_operand(x, s, f, out, unary_ok, unary_run);
 }
 
 AVX2_CLONES bool dev_binary_loop(hs_opcode op, hs_dtype t, const void *a,
@@ -509,71 +533,56 @@ AVX2_CLONES void dev_convert_loop(hs_dtype from, hs_dtype to,
     }
 }
 
+static void convert_run(const hs_instruction *in, hs_dtype from,
+                        const void *a, void *y, int64_t n)
+{
+    dev_convert_loop(from, in->shape.dtype, a, y, n);
+}
+
 hs_status dev_k_convert(dev_ctx *x, const dev_step *s, dev_val **f,
                         dev_val **out)
 {
-    const hs_instruction *in = s->in;
-    const dev_val *a = dev_op(s, f, 0);
-    int64_t n = hs_shape_elements(&in->shape);
-    hs_status st = same_size(x, in, a, n);
-    if (st)
-        return st;
-    dev_val *v = dev_array_new(x, &in->shape);
-    if (!v)
-        return x->err->status;
-    dev_convert_loop(a->shape->dtype, in->shape.dtype, a->block->data,
-                     v->block->data, n);
-    *out = v;
-    return HS_OK;
+    return one_operand(x, s, f, out, NULL, convert_run);
 }
 
 /* ---- is-finite ------------------------------------------------------------ */
 
+static bool is_finite_ok(const hs_instruction *in, hs_dtype from)
+{
+    return in->shape.dtype == HS_PRED && hs_dtype_is_float(from);
+}
+
+static void is_finite_run(const hs_instruction *in, hs_dtype from,
+                          const void *a, void *y, int64_t n)
+{
+    (void)in;
+    elem_is_finite_run(from, a, y, n);
+}
+
 hs_status dev_k_is_finite(dev_ctx *x, const dev_step *s, dev_val **f,
                           dev_val **out)
 {
-    const hs_instruction *in = s->in;
-    const dev_val *a = dev_op(s, f, 0);
-    int64_t n = hs_shape_elements(&in->shape);
-    hs_status st = same_size(x, in, a, n);
-    if (st)
-        return st;
-    hs_dtype t = a->shape->dtype;
-    if (in->shape.dtype != HS_PRED || !hs_dtype_is_float(t))
-        return bad_type(x, in, t);
-    dev_val *v = dev_array_new(x, &in->shape);
-    if (!v)
-        return x->err->status;
-    elem_is_finite_run(t, a->block->data, v->block->data, n);
-    *out = v;
-    return HS_OK;
+    return one_operand(x, s, f, out, is_finite_ok, is_finite_run);
 }
 
 /* ---- reduce-precision --------------------------------------------------- */
 
+/* Its bit counts were checked at plan time (plan.c). */
+static bool reduce_precision_ok(const hs_instruction *in, hs_dtype from)
+{
+    return from == in->shape.dtype && hs_dtype_is_float(from);
+}
+
+static void reduce_precision_run(const hs_instruction *in, hs_dtype from,
+                                 const void *a, void *y, int64_t n)
+{
+    elem_reduce_precision_run(from, (int)in->dims[0], (int)in->dims[1], a,
+                              y, n);
+}
+
 hs_status dev_k_reduce_precision(dev_ctx *x, const dev_step *s, dev_val **f,
                                  dev_val **out)
 {
-    const hs_instruction *in = s->in;
-    const dev_val *a = dev_op(s, f, 0);
-    int64_t n = hs_shape_elements(&in->shape);
-    hs_status st = same_size(x, in, a, n);
-    if (st)
-        return st;
-    hs_dtype t = in->shape.dtype;
-    if (a->shape->dtype != t || !hs_dtype_is_float(t))
-        return bad_type(x, in, a->shape->dtype);
-    if (in->n_dims != 2 || in->dims[0] < 1 || in->dims[1] < 0 ||
-        in->dims[0] > 64 || in->dims[1] > 64)
-        return hs_error_set(x->err, HS_ERR_INVALID,
-                            "instruction %s: reduce-precision needs "
-                            "exponent_bits >= 1 and mantissa_bits >= 0",
-                            in->name);
-    dev_val *v = dev_array_new(x, &in->shape);
-    if (!v)
-        return x->err->status;
-    elem_reduce_precision_run(t, (int)in->dims[0], (int)in->dims[1],
-                              a->block->data, v->block->data, n);
-    *out = v;
-    return HS_OK;
+    return one_operand(x, s, f, out, reduce_precision_ok,
+                       reduce_precision_run);
 }

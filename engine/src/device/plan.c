@@ -181,6 +181,14 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
                 hs_shape_bytes(&in->operands[0]->shape))
             return dev_unsupported(x, in, "a size-changing bitcast");
         break;
+    case HS_OP_REDUCE_PRECISION:
+        if (in->n_dims != 2 || in->dims[0] < 1 || in->dims[1] < 0 ||
+            in->dims[0] > 64 || in->dims[1] > 64)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: reduce-precision needs "
+                                "exponent_bits from 1 to 64 and "
+                                "mantissa_bits from 0 to 64", in->name);
+        break;
     case HS_OP_WHILE:
         if (in->n_called < 2)
             return hs_error_set(x->err, HS_ERR_INVALID,

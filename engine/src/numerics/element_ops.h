@@ -219,38 +219,25 @@ ELEM uint8_t unary_pred(hs_opcode op, uint8_t v)
 
 /* ---- binary ----------------------------------------------------------- */
 
-ELEM float binary_f32(hs_opcode op, float a, float b)
-{
-    switch (op) {
-    case HS_OP_ADD: return a + b;
-    case HS_OP_SUBTRACT: return a - b;
-    case HS_OP_MULTIPLY: return a * b;
-    case HS_OP_DIVIDE: return a / b;
-    /* XLA's maximum and minimum propagate NaN. */
-    case HS_OP_MAXIMUM: return (a > b || a != a) ? a : b;
-    case HS_OP_MINIMUM: return (a < b || a != a) ? a : b;
-    case HS_OP_POWER: return powf(a, b);
-    case HS_OP_REMAINDER: return fmodf(a, b);
-    case HS_OP_ATAN2: return atan2f(a, b);
-    default: return a;
+/* f32 and f64 alike; XLA's maximum and minimum propagate NaN. */
+#define DEFINE_BINARY_FLOAT(NAME, T, POW, FMOD, ATAN2)                     \
+    ELEM T NAME(hs_opcode op, T a, T b)                                    \
+    {                                                                      \
+        switch (op) {                                                      \
+        case HS_OP_ADD: return a + b;                                      \
+        case HS_OP_SUBTRACT: return a - b;                                 \
+        case HS_OP_MULTIPLY: return a * b;                                 \
+        case HS_OP_DIVIDE: return a / b;                                   \
+        case HS_OP_MAXIMUM: return (a > b || a != a) ? a : b;              \
+        case HS_OP_MINIMUM: return (a < b || a != a) ? a : b;              \
+        case HS_OP_POWER: return POW(a, b);                                \
+        case HS_OP_REMAINDER: return FMOD(a, b);                           \
+        case HS_OP_ATAN2: return ATAN2(a, b);                              \
+        default: return a;                                                 \
+        }                                                                  \
     }
-}
-
-ELEM double binary_f64(hs_opcode op, double a, double b)
-{
-    switch (op) {
-    case HS_OP_ADD: return a + b;
-    case HS_OP_SUBTRACT: return a - b;
-    case HS_OP_MULTIPLY: return a * b;
-    case HS_OP_DIVIDE: return a / b;
-    case HS_OP_MAXIMUM: return (a > b || a != a) ? a : b;
-    case HS_OP_MINIMUM: return (a < b || a != a) ? a : b;
-    case HS_OP_POWER: return pow(a, b);
-    case HS_OP_REMAINDER: return fmod(a, b);
-    case HS_OP_ATAN2: return atan2(a, b);
-    default: return a;
-    }
-}
+DEFINE_BINARY_FLOAT(binary_f32, float, powf, fmodf, atan2f)
+DEFINE_BINARY_FLOAT(binary_f64, double, pow, fmod, atan2)
 
 static inline int64_t ipow(int64_t base, int64_t e)
 {

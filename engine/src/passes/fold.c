@@ -81,19 +81,49 @@ static void *result(const hs_instruction *i, int64_t n)
 
 /* ---- rules ------------------------------------------------------------- */
 
-/* Operand o as n elements: its data, or its scalar repeated into *owned
- * (freed by the caller). NULL when out of memory. */
-static const void *expand(const operand *o, int64_t n, void **owned)
+/* The k operands at o as n elements each, in d: their data, or a scalar
+ * repeated into memory of its own, listed in own (freed by release).
+ * False, with nothing left allocated, when out of memory. */
+static bool expand(const operand *o, int k, int64_t n, const void **d,
+                   void **own)
 {
-    *owned = NULL;
-    if (o->step)
-        return o->data;
-    size_t es = esize(o->type);
-    unsigned char *p = malloc((size_t)n * es);
-    for (int64_t k = 0; p && k < n; k++)
-        memcpy(p + (size_t)k * es, o->data, es);
-    *owned = p;
-    return p;
+    for (int j = 0; j < k; j++) {
+        own[j] = NULL;
+        d[j] = o[j].data;
+        if (o[j].step)
+            continue;
+        size_t es = esize(o[j].type);
+        unsigned char *p = malloc((size_t)n * es);
+        if (!p) {
+            for (int i = 0; i < j; i++)
+                free(own[i]);
+            return false;
+        }
+        for (int64_t e = 0; e < n; e++)
+            memcpy(p + (size_t)e * es, o[j].data, es);
+        own[j] = p;
+        d[j] = p;
+    }
+    return true;
+}
+
+static void release(void **own, int k)
+{
+    for (int j = 0; j < k; j++)
+        free(own[j]);
+}
+
+/* The result buffer and the expanded operands; NULL (nothing allocated)
+ * when out of memory. */
+static void *prepare(const hs_instruction *i, const operand *o, int k,
+                     int64_t n, const void **d, void **own)
+{
+    void *y = result(i, n);
+    if (y && !expand(o, k, n, d, own)) {
+        free(y);
+        y = NULL;
+    }
+    return y;
 }
 
 static hs_instruction *fold_unary(hs_instruction *i, int64_t n)
@@ -103,15 +133,13 @@ static hs_instruction *fold_unary(hs_instruction *i, int64_t n)
     hs_opcode op = i->opcode;
     if (!operands(i, n, 1, &a) || a.type != t || !unary_defined(op, t))
         return NULL;
-    void *y = result(i, n), *own = NULL;
-    const void *ad = y ? expand(&a, n, &own) : NULL;
-    if (ad)
-        elem_unary_run(op, t, ad, y, n);
-    free(own);
-    if (!ad) {
-        free(y);
+    const void *d[1];
+    void *own[1];
+    void *y = prepare(i, &a, 1, n, d, own);
+    if (!y)
         return NULL;
-    }
+    elem_unary_run(op, t, d[0], y, n);
+    release(own, 1);
     return finish(i, y);
 }
 
@@ -123,43 +151,34 @@ static hs_instruction *fold_binary(hs_instruction *i, int64_t n)
     if (!operands(i, n, 2, o) || o[0].type != t || o[1].type != t ||
         !binary_defined(op, t))
         return NULL;
-    void *y = result(i, n), *own[2] = {NULL, NULL};
-    const void *ad = y ? expand(&o[0], n, &own[0]) : NULL;
-    const void *bd = ad ? expand(&o[1], n, &own[1]) : NULL;
-    if (bd)
-        elem_binary_run(op, t, ad, bd, y, n);
-    free(own[0]);
-    free(own[1]);
-    if (!bd) {
-        free(y);
+    const void *d[2];
+    void *own[2];
+    void *y = prepare(i, o, 2, n, d, own);
+    if (!y)
         return NULL;
-    }
+    elem_binary_run(op, t, d[0], d[1], y, n);
+    release(own, 2);
     return finish(i, y);
 }
 
 static hs_instruction *fold_compare(hs_instruction *i, int64_t n)
 {
     operand o[2];
-    hs_direction d = i->direction;
+    hs_direction dir = i->direction;
     if (!operands(i, n, 2, o) || i->shape.dtype != HS_PRED ||
-        o[0].type != o[1].type || d == HS_DIR_NONE)
+        o[0].type != o[1].type || dir == HS_DIR_NONE)
         return NULL;
     /* The device compares floats as IEEE does; a total order is not
      * that. */
     if (i->compare_type && strcmp(i->compare_type, "TOTALORDER") == 0)
         return NULL;
-    uint8_t *y = result(i, n);
-    void *own[2] = {NULL, NULL};
-    const void *ad = y ? expand(&o[0], n, &own[0]) : NULL;
-    const void *bd = ad ? expand(&o[1], n, &own[1]) : NULL;
-    if (bd)
-        elem_compare_run(d, o[0].type, ad, bd, y, n);
-    free(own[0]);
-    free(own[1]);
-    if (!bd) {
-        free(y);
+    const void *d[2];
+    void *own[2];
+    void *y = prepare(i, o, 2, n, d, own);
+    if (!y)
         return NULL;
-    }
+    elem_compare_run(dir, o[0].type, d[0], d[1], y, n);
+    release(own, 2);
     return finish(i, y);
 }
 
@@ -189,16 +208,15 @@ static hs_instruction *fold_clamp(hs_instruction *i, int64_t n)
     if (!operands(i, n, 3, o) || t == HS_PRED || o[0].type != t ||
         o[1].type != t || o[2].type != t)
         return NULL;
-    void *y = result(i, n), *own = NULL;
-    const void *xd = y ? expand(&o[1], n, &own) : NULL;
-    if (xd)
-        elem_clamp_run(t, o[0].data, o[0].step, xd, o[2].data, o[2].step, y,
-                       n);
-    free(own);
-    if (!xd) {
-        free(y);
+    /* The bounds may stay scalars (step 0); x is expanded. */
+    const void *d[1];
+    void *own[1];
+    void *y = prepare(i, &o[1], 1, n, d, own);
+    if (!y)
         return NULL;
-    }
+    elem_clamp_run(t, o[0].data, o[0].step, d[0], o[2].data, o[2].step, y,
+                   n);
+    release(own, 1);
     return finish(i, y);
 }
 
@@ -209,15 +227,13 @@ static hs_instruction *fold_convert(hs_instruction *i, int64_t n)
     operand a;
     if (!operands(i, n, 1, &a))
         return NULL;
-    void *y = result(i, n), *own = NULL;
-    const void *ad = y ? expand(&a, n, &own) : NULL;
-    if (ad)
-        elem_convert(a.type, i->shape.dtype, ad, y, n);
-    free(own);
-    if (!ad) {
-        free(y);
+    const void *d[1];
+    void *own[1];
+    void *y = prepare(i, &a, 1, n, d, own);
+    if (!y)
         return NULL;
-    }
+    elem_convert(a.type, i->shape.dtype, d[0], y, n);
+    release(own, 1);
     return finish(i, y);
 }
 
@@ -227,16 +243,13 @@ static hs_instruction *fold_is_finite(hs_instruction *i, int64_t n)
     if (!operands(i, n, 1, &a) || i->shape.dtype != HS_PRED ||
         !hs_dtype_is_float(a.type))
         return NULL;
-    uint8_t *y = result(i, n);
-    void *own = NULL;
-    const void *ad = y ? expand(&a, n, &own) : NULL;
-    if (ad)
-        elem_is_finite_run(a.type, ad, y, n);
-    free(own);
-    if (!ad) {
-        free(y);
+    const void *d[1];
+    void *own[1];
+    void *y = prepare(i, &a, 1, n, d, own);
+    if (!y)
         return NULL;
-    }
+    elem_is_finite_run(a.type, d[0], y, n);
+    release(own, 1);
     return finish(i, y);
 }
 
@@ -248,16 +261,14 @@ static hs_instruction *fold_reduce_precision(hs_instruction *i, int64_t n)
         i->dims[0] < 1 || i->dims[1] < 0 || i->dims[0] > 64 ||
         i->dims[1] > 64 || !hs_dtype_is_float(t))
         return NULL;
-    void *y = result(i, n), *own = NULL;
-    const void *ad = y ? expand(&a, n, &own) : NULL;
-    if (ad)
-        elem_reduce_precision_run(t, (int)i->dims[0], (int)i->dims[1], ad,
-                                  y, n);
-    free(own);
-    if (!ad) {
-        free(y);
+    const void *d[1];
+    void *own[1];
+    void *y = prepare(i, &a, 1, n, d, own);
+    if (!y)
         return NULL;
-    }
+    elem_reduce_precision_run(t, (int)i->dims[0], (int)i->dims[1], d[0], y,
+                              n);
+    release(own, 1);
     return finish(i, y);
 }
 
