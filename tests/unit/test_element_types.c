@@ -923,6 +923,28 @@ static void folded_constants_of_every_type_have_the_executed_bits(void **state)
     }
 }
 
+/* Complex and sub-byte types are refused before anything runs, saying
+ * why. */
+static void complex_and_sub_byte_types_are_refused_up_front(void **state)
+{
+    (void)state;
+    const char *text = "HloModule m\nENTRY e {\n"
+                       "  x = s4[8] parameter(0)\n"
+                       "  y = s4[8] add(x, x)\n"
+                       "  c = c128[2] parameter(1)\n"
+                       "  d = c128[2] negate(c)\n"
+                       "  ROOT t = (s4[8], c128[2]) tuple(y, d)\n}\n";
+    hs_module *m = parse(text);
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_device_check(m, &err), HS_ERR_UNSUPPORTED);
+    assert_non_null(strstr(err.message, "element type 's4' (sub-byte types "
+                                        "are not executed yet)"));
+    assert_non_null(strstr(err.message, "element type 'c128' (complex "
+                                        "types are not executed)"));
+    hs_module_free(m);
+}
+
 /* ---- fusion -------------------------------------------------------------------- */
 
 /* The fusion pass's element-wise programs at 1-, 2- and 8-byte types
@@ -1075,6 +1097,7 @@ int main(void)
         cmocka_unit_test(bitcast_convert_adds_or_removes_a_minor_dimension),
         cmocka_unit_test(reduce_precision_matches_bf16_and_f16_rounding),
         cmocka_unit_test(folded_constants_of_every_type_have_the_executed_bits),
+        cmocka_unit_test(complex_and_sub_byte_types_are_refused_up_front),
         cmocka_unit_test(fused_programs_at_every_width_match_unfused),
         cmocka_unit_test(literals_of_every_type_print_back),
     };
