@@ -82,7 +82,8 @@ typedef struct hs_group {
     /* > 1 when its children are `repeat` structurally identical siblings
      * (the layers of an unrolled model); 0 otherwise. */
     int repeat;
-    /* One of the children of a group with repeat > 1. */
+    /* One of numbered siblings ("layers.3" under "layers.*") or of a run's
+     * layers: a view draws it closed unless asked to open it. */
     bool is_repeat_item;
     /* Structural hash of what it contains: opcodes, shapes and the edges
      * between its instructions; names and metadata ignored. Equal for the

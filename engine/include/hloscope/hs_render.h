@@ -55,6 +55,9 @@ extern "C" {
 
 /* Nodes one graph view may have (instructions plus collapsed layers). */
 #define HS_RENDER_DEFAULT_MAX_NODES 2000
+/* Nodes the default view aims at: groups open level by level from the top
+ * while the view has at most this many nodes. */
+#define HS_RENDER_DEFAULT_BUDGET 300
 /* Edges are bounded at this multiple of max_nodes. */
 #define HS_RENDER_EDGES_PER_NODE 8
 /* Boxes a memory timeline or Gantt chart draws (more are folded). */
@@ -78,17 +81,32 @@ typedef struct hs_render_options {
     /* Render this computation only (with what it calls); NULL: the entry
      * computation. An unknown name is HS_ERR_INVALID. */
     const char *computation;
-    /* Layers to draw open, comma-separated ("layers.3,layers.7"); "all" (or
-     * "*") opens every layer. NULL or "": every layer collapsed. A key that
-     * names no layer of this view is ignored (the same link works for
-     * every stage); a malformed key is HS_ERR_INVALID. */
+    /* Groups to draw open, comma-separated paths of the group tree
+     * (hs_groups.h: "layers.3", "run.0/layer.5", "@body/layers.1"; a
+     * computation's own paths work without the "@name/" prefix); "all" (or
+     * "*") opens every group. A path that names no group of this view is
+     * ignored (the same link works for every stage); a malformed one is
+     * HS_ERR_INVALID. Besides these, groups open level by level from the
+     * top while the view stays within budget, the layers of a repeat
+     * (identical siblings) staying closed. */
     const char *expand;
+    /* The default view's node budget; 0 = HS_RENDER_DEFAULT_BUDGET. */
+    int64_t budget;
+    /* Draw only the neighbourhood of this instruction: every instruction
+     * of its computation within `hops` operand/user edges of it (0 =
+     * HS_RENDER_DEFAULT_HOPS), none collapsed, called computations not
+     * drawn. An unknown name is HS_ERR_INVALID. */
+    const char *around;
+    int hops;
     /* Node budget; 0 = HS_RENDER_DEFAULT_MAX_NODES. Larger views give
      * HS_ERR_LIMIT with a message suggesting how to collapse. */
     int64_t max_nodes;
     /* Graph label; NULL = the module's name. */
     const char *title;
 } hs_render_options;
+
+#define HS_RENDER_DEFAULT_HOPS 2
+#define HS_RENDER_MAX_HOPS 64
 
 /* The view as DOT text. HS_ERR_INVALID for an unknown computation or a
  * malformed expand key, HS_ERR_LIMIT over the node budget, HS_ERR_NOMEM. */

@@ -242,7 +242,11 @@ static hs_status build_computation(hs__gbuild *b, const hs_computation *c,
         st = hs__groups_structure(b, &gc);
     if (st != HS_OK)
         return st;
-    attach_leaves(b, &gc);
+    /* Scoped names say where a parameter belongs (or that it belongs to
+     * no scope); found structure does not, so its leaves join their
+     * users. */
+    if (!scoped)
+        attach_leaves(b, &gc);
     int g_end = b->n;
 
     for (int p = 0; p < c->n_instrs; p++) {
@@ -295,8 +299,11 @@ static hs_status finish(hs__gbuild *b, hs_group_tree *t)
         if (p)
             ((int *)p->children)[p->n_children++] = k;
     }
-    /* Candidates (repeat == -1) stand for identical siblings when every
-     * child is an ordinary group with the first child's fingerprint. */
+    /* Candidates (repeat == -1: numbered siblings, runs) have their
+     * children drawn closed by default; they stand for identical siblings
+     * when every child has the first child's fingerprint (a run's layers
+     * were found alike up to a few instructions, so they count as
+     * repeats). */
     for (int k = 0; k < b->n; k++) {
         hs_group *g = &b->g[k];
         if (g->repeat != -1)
@@ -309,8 +316,9 @@ static hs_status finish(hs__gbuild *b, hs_group_tree *t)
                     c->fingerprint == b->g[g->children[0]].fingerprint);
         }
         g->repeat = same ? g->n_children : 0;
-        for (int j = 0; same && j < g->n_children; j++)
-            b->g[g->children[j]].is_repeat_item = true;
+        for (int j = 0; j < g->n_children; j++)
+            b->g[g->children[j]].is_repeat_item =
+                b->g[g->children[j]].kind != HS_GROUP_COMPUTATION;
         if (g->kind == HS_GROUP_STRUCTURE && g->n_children >= 1) {
             const hs_group *first = &b->g[g->children[0]];
             const char *label = hs_arena_printf(

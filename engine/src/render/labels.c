@@ -206,7 +206,7 @@ void hs__node_label(hs_buf *b, const hs_view *v, const hs_vnode *n)
     if (n->is_root)
         line(b, &first, "ROOT");
     hs_buf t = {0};
-    hs__text_clean(&t, n->layer, LINE_CHARS);
+    hs__text_clean(&t, n->label ? n->label : n->layer, LINE_CHARS);
     hs__buf_printf(&t, " (%d op%s)", n->collapsed_count,
                     n->collapsed_count == 1 ? "" : "s");
     line(b, &first, t.data ? t.data : "");

@@ -1,6 +1,8 @@
-/* layers.c - layer keys: op_name "layers.N/..." (or exactly "layers.N") is
- * layer N of an unrolled model, as the model tracer scopes it; and the
- * expand list that keeps chosen layers open. */
+/* layers.c - which groups a view draws open: the expand list (group
+ * paths, "layers.3" among them), the default opening under a node budget,
+ * and the layer key of an op_name ("layers.N/..." is layer N of an unrolled
+ * model, as the model tracer scopes it) that memory timelines colour by. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "render/render_internal.h"
@@ -19,14 +21,20 @@ size_t hs__layer_key(const char *op_name)
     return k;
 }
 
-static bool is_layer_key(const char *s, size_t len)
+/* A group path as a client writes it: printable ASCII without quotes,
+ * backslashes or braces (JAX scopes use parentheses, brackets, '/', '*'
+ * and '@'), at most 1000 bytes. */
+static bool is_group_path(const char *s, size_t len)
 {
-    char tmp[64];
-    if (len == 0 || len >= sizeof tmp)
+    if (len == 0 || len > 1000)
         return false;
-    memcpy(tmp, s, len);
-    tmp[len] = '\0';
-    return hs__layer_key(tmp) == len;
+    for (size_t k = 0; k < len; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        if (ch <= 0x20 || ch >= 0x7f || ch == '"' || ch == '\\' ||
+            ch == '{' || ch == '}' || ch == '=' || ch == '<' || ch == '>')
+            return false;
+    }
+    return true;
 }
 
 hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
@@ -58,7 +66,7 @@ hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
         } else if ((len == 3 && memcmp(p, "all", 3) == 0) ||
                    (len == 1 && *p == '*')) {
             out->all = true;
-        } else if (is_layer_key(p, len)) {
+        } else if (is_group_path(p, len)) {
             out->keys[out->n] = p;
             out->lens[out->n] = len;
             out->n++;
@@ -67,9 +75,9 @@ hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
             char *copy = hs_arena_strndup(a, p, len < 64 ? len : 64);
             hs__text_clean(&shown, copy ? copy : "", 0);
             hs_error_set(err, HS_ERR_INVALID,
-                         "expand: '%s' is not a layer key; expected "
-                         "layers.N (e.g. layers.3), a comma-separated list of "
-                         "them, or all",
+                         "expand: '%s' is not a group path; expected "
+                         "paths from graph.json's groups (e.g. layers.3 or "
+                         "run.0/layer.5), comma-separated, or all",
                          shown.data ? shown.data : "");
             hs__buf_free(&shown);
             return HS_ERR_INVALID;
@@ -81,12 +89,102 @@ hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
     return HS_OK;
 }
 
-bool hs__expand_has(const hs_expand *e, const char *key, size_t len)
+/* ---- the open groups of a view ------------------------------------------ */
+
+/* Nodes group g shows when open, its closed children one each (a closed
+ * computation shows none: its caller stands for it). */
+static int64_t open_cost(const hs_group_tree *t, int g)
 {
-    if (e->all)
-        return true;
+    const hs_group *x = &t->groups[g];
+    int64_t n = x->direct;
+    for (int k = 0; k < x->n_children; k++)
+        n += t->groups[x->children[k]].kind != HS_GROUP_COMPUTATION;
+    return n - (x->kind != HS_GROUP_COMPUTATION);
+}
+
+static void open_subtree(const hs_group_tree *t, int g, bool *open)
+{
+    const hs_group *x = &t->groups[g];
+    open[g] = true;
+    for (int k = 0; k < x->n_children; k++)
+        if (t->groups[x->children[k]].kind != HS_GROUP_COMPUTATION)
+            open_subtree(t, x->children[k], open);
+}
+
+hs_status hs__groups_open(const hs_group_tree *t, const hs_expand *e,
+                          int64_t budget, const bool *is_loop_part,
+                          bool *open, hs_error *err)
+{
+    int n = t->n_groups;
+    if (e->all) {
+        for (int g = 0; g < n; g++)
+            open[g] = true;
+        return HS_OK;
+    }
+    memset(open, 0, sizeof *open * (size_t)n);
+    /* Level by level from the top while the view stays within budget; the
+     * layers of a repeat stay closed (one box per layer, as a model's
+     * layers always were) unless asked for. */
+    int *level = malloc(sizeof *level * (size_t)(n + 1));
+    int *next = malloc(sizeof *next * (size_t)(n + 1));
+    if (!level || !next) {
+        free(level);
+        free(next);
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    }
+    open[0] = true;
+    int64_t visible = open_cost(t, 0) + 1;
+    int n_level = 0;
+    for (int k = 0; k < t->groups[0].n_children; k++)
+        level[n_level++] = t->groups[0].children[k];
+    while (n_level > 0) {
+        int64_t delta = 0;
+        int n_next = 0;
+        for (int k = 0; k < n_level; k++) {
+            const hs_group *x = &t->groups[level[k]];
+            if (x->is_repeat_item)
+                continue;
+            delta += open_cost(t, level[k]);
+        }
+        if (visible + delta > budget)
+            break;
+        visible += delta;
+        for (int k = 0; k < n_level; k++) {
+            const hs_group *x = &t->groups[level[k]];
+            if (x->is_repeat_item)
+                continue;
+            open[level[k]] = true;
+            for (int j = 0; j < x->n_children; j++)
+                next[n_next++] = x->children[j];
+        }
+        int *swap = level;
+        level = next;
+        next = swap;
+        n_level = n_next;
+    }
+    free(level);
+    free(next);
+    /* A loop body or condition that is one group (or none) - a scan body,
+     * one layer traced once - is drawn open, so a scan stays visible. */
+    for (int g = 0; g < n; g++) {
+        const hs_group *x = &t->groups[g];
+        if (x->kind != HS_GROUP_COMPUTATION || !open[g])
+            continue;
+        int ci = hs_computation_index(t->module, x->computation);
+        if (ci < 0 || !is_loop_part[ci])
+            continue;
+        int holding = 0;
+        for (int h = g + 1; h < n && holding <= 1; h++)
+            holding += t->groups[h].computation == x->computation &&
+                       t->groups[h].direct > 0;
+        if (holding <= 1)
+            open_subtree(t, g, open);
+    }
+    /* What the caller names, and the groups around it. */
     for (int k = 0; k < e->n; k++)
-        if (e->lens[k] == len && memcmp(e->keys[k], key, len) == 0)
-            return true;
-    return false;
+        for (int g = 0; g < n; g++)
+            if (hs_groups_match(t, g, e->keys[k], e->lens[k]))
+                for (int a = g; a >= 0 && !open[a]; a = t->groups[a].parent)
+                    open[a] = true;
+    return HS_OK;
 }

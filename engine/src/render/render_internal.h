@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hloscope/hs_groups.h"
 #include "hloscope/hs_ir.h"
 #include "hloscope/hs_render.h"
 
@@ -82,7 +83,14 @@ typedef struct hs_expand {
 /* Parses the expand list; keys live in arena a. */
 hs_status hs__expand_parse(hs_arena *a, const char *text, hs_expand *out,
                            hs_error *err);
-bool hs__expand_has(const hs_expand *e, const char *key, size_t len);
+/* Which groups of t a view draws open (open[g]): all for "all"; else the
+ * top levels while the visible nodes stay within budget (the layers of a
+ * repeat closed), loop bodies of at most one group (scan bodies), and the
+ * groups e names with their ancestors. is_loop_part is by computation
+ * index. */
+hs_status hs__groups_open(const hs_group_tree *t, const hs_expand *e,
+                          int64_t budget, const bool *is_loop_part,
+                          bool *open, hs_error *err);
 
 /* ---- the view graph (view.c) ------------------------------------------- */
 
@@ -90,8 +98,11 @@ typedef struct hs_vnode {
     const char *id;               /* encoded, safe in DOT and JSON */
     const hs_instruction *instr;  /* NULL for a collapsed layer */
     const hs_computation *comp;
-    const char *layer;            /* layer key or NULL */
+    const char *layer;            /* layer key, group's local path, or NULL */
     size_t layer_len;
+    const char *label;            /* a closed group's label */
+    int group;                    /* closed group, or instruction's innermost
+                                     group; -1 none */
     int cluster;                  /* -1: top level */
     int collapsed_count;          /* 0 for an instruction node */
     int64_t bytes;
@@ -133,6 +144,8 @@ typedef struct hs_view {
     int n_top_clusters, *top_clusters;
     int64_t instructions; /* instructions the view stands for */
     int layers_collapsed;
+    const hs_group_tree *tree; /* the groups of top */
+    const bool *open;          /* per group */
 } hs_view;
 
 /* Builds the view of m that o asks for. On failure the view is freed. */

@@ -103,6 +103,9 @@ typedef struct builder {
     const hs_render_options *o;
     hs_expand expand;
     int64_t max_nodes, max_edges;
+    hs_group_tree *tree;
+    bool *open;          /* per group: drawn open */
+    int *node_of_group;  /* per group: its node when closed, -1 */
     /* per instruction id */
     int n_ids;
     int *node_of;
@@ -114,7 +117,7 @@ typedef struct builder {
     int n_queue, *queue;
     int n_calls, cap_calls;
     call_record *calls;
-    index_set groups, edges;
+    index_set edges;
     bool over_budget;
     hs_error *err;
 } builder;
@@ -185,70 +188,47 @@ static int node_of(const builder *b, const hs_instruction *i)
     return b->node_of[i->id];
 }
 
-/* ---- groups: one node per (computation, layer) ------------------------- */
+/* ---- groups: one node per closed group ----------------------------------- */
 
-typedef struct group_probe {
-    const hs_computation *comp;
-    const char *key;
-    size_t len;
-} group_probe;
-
-static uint64_t group_hash_parts(const hs_computation *c, const char *key,
-                                 size_t len)
-{
-    uint64_t h = mix((uint64_t)(uintptr_t)c);
-    for (size_t k = 0; k < len; k++)
-        h = mix(h ^ (unsigned char)key[k]);
-    return h;
-}
-
-static uint64_t group_hash(const void *ctx, int index)
-{
-    const hs_vnode *n = &((const hs_view *)ctx)->nodes[index];
-    return group_hash_parts(n->comp, n->layer, n->layer_len);
-}
-
-static bool group_equal(const void *ctx, int index, const void *probe)
-{
-    const hs_vnode *n = &((const hs_view *)ctx)->nodes[index];
-    const group_probe *p = probe;
-    return n->comp == p->comp && n->layer_len == p->len &&
-           memcmp(n->layer, p->key, p->len) == 0;
-}
-
-/* The group node of layer key in c: found, or created. -1 on error. */
-static int group_node(builder *b, const hs_computation *c, int cluster,
-                      const char *key, size_t len)
+/* The node standing for closed group g (found, or created). -1 on error. */
+static int group_node(builder *b, int g, int cluster)
 {
     hs_view *v = b->v;
-    group_probe probe = {c, key, len};
-    size_t slot;
-    uint64_t h = group_hash_parts(c, key, len);
-    int found = set_find(&b->groups, h, v, group_equal, &probe, &slot);
-    if (found >= 0)
-        return found;
-    char *k = hs_arena_strndup(v->arena, key, len);
-    const char *id = k ? encoded_id(v->arena, "layer:", k,
-                                    c == v->top ? NULL : c->name)
-                       : NULL;
+    if (b->node_of_group[g] >= 0)
+        return b->node_of_group[g];
+    const hs_group *x = &b->tree->groups[g];
+    const hs_computation *c = x->computation;
+    const char *id = encoded_id(v->arena, "layer:", x->local,
+                                c == v->top ? NULL : c->name);
     if (!id) {
         nomem(b);
         return -1;
     }
-    hs_vnode n = {.id = id, .comp = c, .layer = k, .layer_len = len,
-                  .cluster = cluster};
+    hs_vnode n = {.id = id, .comp = c, .layer = x->local,
+                  .layer_len = strlen(x->local), .label = x->label,
+                  .group = g, .cluster = cluster};
     int idx = add_node(b, &n);
     if (idx < 0)
         return -1;
-    b->groups.slots[slot] = idx;
-    b->groups.n++;
+    b->node_of_group[g] = idx;
     v->layers_collapsed++;
-    if (b->groups.n * 2 > b->groups.cap &&
-        !set_grow(&b->groups, v, group_hash)) {
-        nomem(b);
-        return -1;
-    }
     return idx;
+}
+
+/* The outermost closed group holding instruction i below its
+ * computation's group, or -1 when every group on the way is open. */
+static int closed_group_of(const builder *b, const hs_instruction *i)
+{
+    const hs_group_tree *t = b->tree;
+    if (i->id < 0 || i->id >= t->n_ids)
+        return -1;
+    int closed = -1;
+    for (int g = t->group_of[i->id];
+         g >= 0 && t->groups[g].kind != HS_GROUP_COMPUTATION;
+         g = t->groups[g].parent)
+        if (!b->open[g])
+            closed = g;
+    return closed;
 }
 
 /* ---- which calls are drawn --------------------------------------------- */
@@ -276,31 +256,6 @@ static bool never_folded(const hs_instruction *i)
            i->opcode == HS_OP_CONDITIONAL;
 }
 
-/* Whether layers are folded in computation c: always, except in a loop
- * body or condition that is one layer (or none) - a scan body. */
-static bool folds_layers(const builder *b, const hs_computation *c, int ci)
-{
-    if (b->expand.all)
-        return false;
-    if (ci < 0 || !b->is_loop_part[ci])
-        return true;
-    const char *first = NULL;
-    size_t first_len = 0;
-    for (int k = 0; k < c->n_instrs; k++) {
-        const char *op = c->instrs[k]->op_name;
-        size_t len = hs__layer_key(op);
-        if (!len)
-            continue;
-        if (!first) {
-            first = op;
-            first_len = len;
-        } else if (len != first_len || memcmp(op, first, len) != 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 static hs_status add_call(builder *b, int cluster, const hs_instruction *caller)
 {
     if (!grow_array((void **)&b->calls, b->n_calls, &b->cap_calls,
@@ -324,6 +279,9 @@ static int cluster_for(builder *b, const hs_computation *c, int parent,
         return -1; /* the top computation calls itself: no cluster */
     if (b->cluster_of[ci] >= 0)
         return b->cluster_of[ci];
+    int cg = b->tree->computation_group[ci];
+    if (cg >= 0 && !b->open[cg])
+        return -1; /* closed: the caller's node stands for it */
     if (!grow_array((void **)&v->clusters, v->n_clusters, &v->cap_clusters,
                     sizeof *v->clusters)) {
         *st = nomem(b);
@@ -348,32 +306,20 @@ static hs_status visit(builder *b, int ci, int cluster)
 {
     hs_view *v = b->v;
     const hs_computation *c = v->module->comps[ci];
-    bool fold = folds_layers(b, c, ci);
     for (int k = 0; k < c->n_instrs; k++) {
         const hs_instruction *i = c->instrs[k];
-        size_t len = fold && !never_folded(i) ? hs__layer_key(i->op_name) : 0;
+        int closed = never_folded(i) ? -1 : closed_group_of(b, i);
         v->instructions++;
-        if (len) {
-            int g = -1;
-            /* Look up before deciding: expand is checked once per group. */
-            group_probe probe = {c, i->op_name, len};
-            size_t slot;
-            g = set_find(&b->groups, group_hash_parts(c, i->op_name, len), v,
-                         group_equal, &probe, &slot);
-            if (g < 0 && !hs__expand_has(&b->expand, i->op_name, len))
-                g = group_node(b, c, cluster, i->op_name, len);
-            else if (g < 0)
-                len = 0; /* expanded: draw the instruction */
-            if (len) {
-                if (g < 0)
-                    return b->over_budget ? HS_ERR_LIMIT : HS_ERR_NOMEM;
-                hs_vnode *n = &v->nodes[g];
-                n->collapsed_count++;
-                n->bytes += hs_shape_total_bytes(&i->shape);
-                n->is_root |= c->root == i;
-                map_instr(b, i, g);
-                continue;
-            }
+        if (closed >= 0) {
+            int g = group_node(b, closed, cluster);
+            if (g < 0)
+                return b->over_budget ? HS_ERR_LIMIT : HS_ERR_NOMEM;
+            hs_vnode *n = &v->nodes[g];
+            n->collapsed_count++;
+            n->bytes += hs_shape_total_bytes(&i->shape);
+            n->is_root |= c->root == i;
+            map_instr(b, i, g);
+            continue;
         }
         const char *id = encoded_id(v->arena, "", i->name, NULL);
         if (!id)
@@ -381,6 +327,8 @@ static hs_status visit(builder *b, int ci, int cluster)
         size_t own = hs__layer_key(i->op_name);
         hs_vnode n = {.id = id, .instr = i, .comp = c,
                       .layer = own ? i->op_name : NULL, .layer_len = own,
+                      .group = i->id >= 0 && i->id < b->tree->n_ids
+                                   ? b->tree->group_of[i->id] : -1,
                       .cluster = cluster,
                       .bytes = hs_shape_total_bytes(&i->shape),
                       .is_root = c->root == i};
@@ -597,7 +545,7 @@ static hs_status build(builder *b, const hs_module *m,
     b->is_loop_part = calloc(nc + 1, sizeof *b->is_loop_part);
     b->queue = malloc(sizeof *b->queue * (nc + 1));
     if (!b->node_of || !b->instr_of || !b->cluster_of || !b->is_loop_part ||
-        !b->queue || !set_init(&b->groups, 64) || !set_init(&b->edges, 256))
+        !b->queue || !set_init(&b->edges, 256))
         return nomem(b);
     for (size_t c = 0; c < nc; c++)
         b->cluster_of[c] = -1;
@@ -612,6 +560,24 @@ static hs_status build(builder *b, const hs_module *m,
                     b->is_loop_part[ci] = true;
             }
         }
+
+    st = hs_groups_build(m, v->top, &b->tree, b->err);
+    if (st != HS_OK)
+        return st;
+    v->tree = b->tree;
+    int ng = b->tree->n_groups;
+    b->open = hs_arena_alloc(v->arena, sizeof *b->open * (size_t)(ng + 1));
+    b->node_of_group = malloc(sizeof *b->node_of_group * (size_t)(ng + 1));
+    if (!b->open || !b->node_of_group)
+        return nomem(b);
+    v->open = b->open;
+    for (int g = 0; g < ng; g++)
+        b->node_of_group[g] = -1;
+    int64_t budget = o->budget > 0 ? o->budget : HS_RENDER_DEFAULT_BUDGET;
+    st = hs__groups_open(b->tree, &b->expand, budget, b->is_loop_part,
+                         b->open, b->err);
+    if (st != HS_OK)
+        return st;
 
     b->cluster_of[top] = -2;
     b->queue[b->n_queue++] = top;
@@ -654,9 +620,9 @@ hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
     free(b.instr_of);
     free(b.cluster_of);
     free(b.is_loop_part);
+    free(b.node_of_group);
     free(b.queue);
     free(b.calls);
-    set_free(&b.groups);
     set_free(&b.edges);
     if (st != HS_OK)
         hs__view_free(v);
@@ -665,6 +631,7 @@ hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
 
 void hs__view_free(hs_view *v)
 {
+    hs_groups_free((hs_group_tree *)v->tree);
     free(v->nodes);
     free(v->edges);
     free(v->clusters);
