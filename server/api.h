@@ -222,6 +222,7 @@ srv_outcome api_result_hlo(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_graph_svg(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_graph_dot(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_graph_json(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_search(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_memory_json(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp);

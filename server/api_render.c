@@ -54,13 +54,33 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
     memset(&o, 0, sizeof o);
     o.computation = srv_query(rq, "computation");
     o.expand = srv_query(rq, "expand");
+    o.around = srv_query(rq, "around");
     o.max_nodes = s->cfg.limits.max_render_nodes;
+    const char *hops = srv_query(rq, "hops");
+    if (hops) {
+        char *end = NULL;
+        long k = strtol(hops, &end, 10);
+        if (!*hops || *end || k < 1 || k > HS_RENDER_MAX_HOPS) {
+            hs_error_set(e, HS_ERR_INVALID,
+                         "hops: expected a whole number from 1 to %d",
+                         HS_RENDER_MAX_HOPS);
+            snprintf(e->path, sizeof e->path, "?hops");
+            return -1;
+        }
+        o.hops = (int)k;
+    }
     char *out = NULL;
     size_t len = 0;
     hs_status st = fmt == API_GRAPH_JSON ? hs_render_graph_json(m, &o, &out, &len, e)
                                          : hs_render_graph_dot(m, &o, &out, &len, e);
     if (st != HS_OK) {
         if (st == HS_ERR_LIMIT)
+            snprintf(e->path, sizeof e->path, "?expand");
+        else if (st == HS_ERR_INVALID && strncmp(e->message, "around", 6) == 0)
+            snprintf(e->path, sizeof e->path, "?around");
+        else if (st == HS_ERR_INVALID && strncmp(e->message, "hops", 4) == 0)
+            snprintf(e->path, sizeof e->path, "?hops");
+        else if (st == HS_ERR_INVALID && strncmp(e->message, "expand", 6) == 0)
             snprintf(e->path, sizeof e->path, "?expand");
         else if (st == HS_ERR_INVALID && o.computation &&
                  !hs_module_find_computation(m, o.computation))
@@ -72,6 +92,24 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
     srv_reply_text(rp, 200,
                    fmt == API_GRAPH_JSON ? "application/json" : "text/vnd.graphviz",
                    out, len);
+    return 0;
+}
+
+int api_render_search(srv *s, const hs_module *m, const srv_request *rq,
+                      srv_reply *rp, hs_error *e)
+{
+    (void)s;
+    const char *q = srv_query(rq, "q");
+    const char *computation = srv_query(rq, "computation");
+    char *out = NULL;
+    size_t len = 0;
+    if (hs_render_search_json(m, computation, q, 0, &out, &len, e) != HS_OK) {
+        snprintf(e->path, sizeof e->path, "%s",
+                 strncmp(e->message, "computation", 11) == 0 ? "?computation"
+                                                             : "?q");
+        return -1;
+    }
+    srv_reply_text(rp, 200, "application/json", out, len);
     return 0;
 }
 

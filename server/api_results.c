@@ -160,8 +160,9 @@ static int artefact_key(const srv_request *rq, const char *id, const char *kind,
         snprintf(key + n, size - (size_t)n, "?%s", q);
         return 0;
     }
-    static const char *const shaping[] = {"stage", "expand", "computation"};
-    for (int k = 0; k < 3 && n > 0 && (size_t)n < size; k++) {
+    static const char *const shaping[] = {"stage", "expand", "computation",
+                                          "around", "hops", "q"};
+    for (int k = 0; k < 6 && n > 0 && (size_t)n < size; k++) {
         const char *v = srv_query(rq, shaping[k]);
         if (v)
             n += snprintf(key + n, size - (size_t)n, "&%s=%s", shaping[k], v);
@@ -308,6 +309,14 @@ static int make_graph_json(srv *s, const srv_request *rq, const char *id,
                            srv_reply *rp, hs_error *e)
 {
     return make_graph(s, rq, p, API_GRAPH_JSON, rp, e);
+}
+
+static int make_search(srv *s, const srv_request *rq, const char *id,
+                       const api_program *p, const store_row *row,
+                       srv_reply *rp, hs_error *e)
+{
+    const hs_module *m = stage_module(rq, p, e);
+    return m ? api_render_search(s, m, rq, rp, e) : -1;
 }
 
 /* Buffer assignment of the optimized module, and the measured peaks of a
@@ -460,6 +469,11 @@ srv_outcome api_result_graph_dot(srv *s, srv_request *rq, srv_reply *rp)
 srv_outcome api_result_graph_json(srv *s, srv_request *rq, srv_reply *rp)
 {
     return artefact(s, rq, rp, "graph.json", make_graph_json);
+}
+
+srv_outcome api_result_search(srv *s, srv_request *rq, srv_reply *rp)
+{
+    return artefact(s, rq, rp, "search", make_search);
 }
 
 srv_outcome api_result_memory_json(srv *s, srv_request *rq, srv_reply *rp)

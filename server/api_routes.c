@@ -17,6 +17,7 @@ const srv_route srv_routes[] = {
     {"GET", "/v1/results/{id}/graph.svg", "result_graph_svg", api_result_graph_svg},
     {"GET", "/v1/results/{id}/graph.dot", "result_graph_dot", api_result_graph_dot},
     {"GET", "/v1/results/{id}/graph.json", "result_graph_json", api_result_graph_json},
+    {"GET", "/v1/results/{id}/search", "result_search", api_result_search},
     {"GET", "/v1/results/{id}/memory.json", "result_memory_json", api_result_memory_json},
     {"GET", "/v1/results/{id}/memory.svg", "result_memory_svg", api_result_memory_svg},
     {"GET", "/v1/results/{id}/steps.json", "result_steps_json", api_result_steps_json},

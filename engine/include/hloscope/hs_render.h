@@ -116,17 +116,39 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
 /* The same view as JSON:
  *   {"module", "computation", "title",
  *    "nodes":    [{id, name, opcode, category, shape, bytes, op_name, layer,
- *                  computation, is_root, collapsed_count}],
+ *                  group, computation, is_root, collapsed_count}],
+ *    "groups":   [{path, local, label, kind, parent, depth, computation,
+ *                  instructions, repeat, fingerprint, open, children}],
  *    "edges":    [{from, to, operand_index, kind}],
  *    "clusters": [{id, computation, parent, caller, nodes}],
  *    "stats":    {instructions, nodes, edges, clusters, layers_collapsed}}
- * A collapsed layer is a node with opcode "layer", category "layer", shape
- * null and collapsed_count = the instructions it stands for (0 for an
- * instruction node); its bytes sum its instructions' output bytes.
+ * A closed group is a node with opcode "layer", category "layer", shape
+ * null, name its local path, label its label and collapsed_count = the
+ * instructions it stands for (0 for an instruction node); its bytes sum
+ * its instructions' output bytes. group is the closed group's path, or an
+ * instruction's innermost group (null at the top). groups is the whole
+ * tree (hs_groups.h), open telling what this view draws open.
  * operand_index is -1 when not drawn (single-operand users, collapsed
  * targets); kind is "operand" or "call" (a cluster's root to the caller). */
 hs_status hs_render_graph_json(const hs_module *m, const hs_render_options *o,
                                char **out, size_t *out_len, hs_error *err);
+
+/* Hits a search returns at most when max_hits <= 0. */
+#define HS_RENDER_DEFAULT_SEARCH_HITS 1000
+
+/* Every instruction of computation (NULL: the entry) and what it calls
+ * whose name, opcode or op_name contains query (ASCII case folded), drawn
+ * or inside a collapsed group, as JSON:
+ *   {"query", "computation", "count", "truncated",
+ *    "hits": [{name, opcode, computation, shape, op_name,
+ *              group (innermost group path or null),
+ *              groups (the chain of group paths, outermost first)}]}
+ * count is every match; hits stops at max_hits (truncated true then).
+ * ?expand=<group> opens the groups that reveal a hit. HS_ERR_INVALID for an
+ * empty query or an unknown computation. */
+hs_status hs_render_search_json(const hs_module *m, const char *computation,
+                                const char *query, int64_t max_hits,
+                                char **out, size_t *out_len, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Memory timelines                                                         */

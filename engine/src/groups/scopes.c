@@ -125,10 +125,12 @@ static int place(scoper *s, const char *op, int depth)
         const char *end = strchr(comp, '/');
         size_t clen = end ? (size_t)(end - comp) : strlen(comp);
         int stem = numbered_stem(comp, clen);
-        if (stem >= 0 && (size_t)(comp - op) + (size_t)stem + 2 < sizeof stem_key) {
+        if (stem >= 0 && (size_t)(comp - op) + (size_t)stem + 3 < sizeof stem_key) {
             size_t klen = (size_t)(comp - op) + (size_t)stem;
             memcpy(stem_key, op, klen);
             stem_key[klen++] = '*';
+            if (comp[clen - 1] == ']')
+                stem_key[klen++] = ']'; /* "Block[*]" */
             parent = scope_group(s, stem_key, klen, parent, true);
             if (parent < 0)
                 return -1;

@@ -470,7 +470,7 @@ hs_status hs__groups_structure(hs__gbuild *b, const hs__gcomp *gc)
         if (st != HS_OK || r == n_runs)
             break;
         const run *x = &runs[r];
-        char local[48], label[16];
+        char local[48], label[32];
         snprintf(local, sizeof local, "run.%d", r);
         int g = hs__group_add(b, HS_GROUP_STRUCTURE, gc->group, local,
                               gc->prefix, local, gc->c);

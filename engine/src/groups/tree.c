@@ -4,6 +4,7 @@
  * constants then join the one group that uses them; called computations
  * nest under their caller's group; last come counts, fingerprints and the
  * children lists. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,9 @@
 /* Computations smaller than this are not grouped by structure: a view
  * shows them whole. */
 enum { STRUCTURE_MIN_INSTRUCTIONS = 24 };
+/* More parameters and constants than this at a computation's level are
+ * gathered into a group. */
+enum { INPUTS_AT_TOP = 32 };
 
 const char *hs_group_kind_name(hs_group_kind k)
 {
@@ -160,6 +164,31 @@ static void attach_leaves(hs__gbuild *b, const hs__gcomp *gc)
     }
 }
 
+/* Parameters and constants left at the computation's level (used by
+ * several groups: a weight read by its forward layer, its backward layer
+ * and its update) are gathered into one group "inputs" when there are
+ * many, so that they do not crowd the top of a view. */
+static hs_status gather_inputs(hs__gbuild *b, const hs__gcomp *gc)
+{
+    const hs_computation *c = gc->c;
+    int n = 0;
+    for (int p = 0; p < gc->n; p++)
+        n += gc->leaf[p] && b->group_of[c->instrs[p]->id] == gc->group;
+    if (n <= INPUTS_AT_TOP)
+        return HS_OK;
+    char label[64];
+    snprintf(label, sizeof label, "inputs (%d shared parameters and constants)",
+             n);
+    int g = hs__group_add(b, HS_GROUP_STRUCTURE, gc->group, "inputs",
+                          gc->prefix, label, c);
+    if (g < 0)
+        return HS_ERR_NOMEM;
+    for (int p = 0; p < gc->n; p++)
+        if (gc->leaf[p] && b->group_of[c->instrs[p]->id] == gc->group)
+            b->group_of[c->instrs[p]->id] = g;
+    return HS_OK;
+}
+
 /* Fingerprints of the groups [g0, g1) of computation c: each group hashes
  * the instructions below it, edges inside it followed. */
 static hs_status fingerprints(hs__gbuild *b, const hs_computation *c, int g0,
@@ -247,6 +276,8 @@ static hs_status build_computation(hs__gbuild *b, const hs_computation *c,
      * users. */
     if (!scoped)
         attach_leaves(b, &gc);
+    if ((st = gather_inputs(b, &gc)) != HS_OK)
+        return st;
     int g_end = b->n;
 
     for (int p = 0; p < c->n_instrs; p++) {

@@ -3,6 +3,7 @@
  * needs to draw or filter them itself. Strings are cleaned to valid UTF-8
  * first, since the names come from the user. */
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,7 @@ static json_t *node_json(const hs_view *v, const hs_vnode *n)
         bad |= put(j, "op_name", jtext(i->op_name, 0));
     } else {
         bad |= put(j, "name", jtext(n->layer, 0));
+        bad |= put(j, "label", jtext(n->label, 0));
         bad |= put(j, "opcode", json_string("layer"));
         bad |= put(j, "category", json_string(hs__rcat_name(HS_RCAT_LAYER)));
         bad |= put(j, "shape", json_null());
@@ -69,6 +71,9 @@ static json_t *node_json(const hs_view *v, const hs_vnode *n)
     bad |= put(j, "cluster", n->cluster >= 0
                                  ? json_string(v->clusters[n->cluster].id)
                                  : json_null());
+    bad |= put(j, "group", n->group >= 0 && v->tree
+                               ? jtext(v->tree->groups[n->group].path, 0)
+                               : json_null());
     bad |= put(j, "is_root", json_boolean(n->is_root));
     bad |= put(j, "collapsed_count", json_integer(n->collapsed_count));
     if (bad) {
@@ -124,12 +129,54 @@ static json_t *cluster_json(const hs_view *v, const hs_vcluster *c)
     return j;
 }
 
+/* The group tree: every group with its place, counts and whether this
+ * view draws it open. */
+static json_t *group_json(const hs_view *v, int g)
+{
+    const hs_group_tree *t = v->tree;
+    const hs_group *x = &t->groups[g];
+    json_t *j = json_object(), *kids = json_array();
+    if (!j || !kids) {
+        json_decref(j);
+        json_decref(kids);
+        return NULL;
+    }
+    int bad = 0;
+    for (int k = 0; k < x->n_children; k++)
+        bad |= json_array_append_new(
+            kids, jtext(t->groups[x->children[k]].path, 0));
+    char fp[24];
+    snprintf(fp, sizeof fp, "%016llx", (unsigned long long)x->fingerprint);
+    bad |= put(j, "path", jtext(x->path, 0));
+    bad |= put(j, "local", jtext(x->local, 0));
+    bad |= put(j, "label", jtext(x->label, 0));
+    bad |= put(j, "kind", json_string(hs_group_kind_name(x->kind)));
+    bad |= put(j, "parent", x->parent >= 0
+                                ? jtext(t->groups[x->parent].path, 0)
+                                : json_null());
+    bad |= put(j, "depth", json_integer(x->depth));
+    bad |= put(j, "computation", jtext(x->computation->name, 0));
+    bad |= put(j, "instructions", json_integer(x->instructions));
+    bad |= put(j, "repeat", json_integer(x->repeat));
+    bad |= put(j, "fingerprint", json_string(fp));
+    bad |= put(j, "open", json_boolean(v->open[g]));
+    bad |= put(j, "children", kids);
+    if (bad) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 static json_t *view_json(const hs_view *v)
 {
     json_t *root = json_object();
     json_t *nodes = json_array(), *edges = json_array();
     json_t *clusters = json_array(), *stats = json_object();
-    int bad = !root || !nodes || !edges || !clusters || !stats;
+    json_t *groups = json_array();
+    int bad = !root || !nodes || !edges || !clusters || !stats || !groups;
+    for (int k = 0; !bad && v->tree && k < v->tree->n_groups; k++)
+        bad |= json_array_append_new(groups, group_json(v, k));
     for (int k = 0; !bad && k < v->n_nodes; k++)
         bad |= json_array_append_new(nodes, node_json(v, &v->nodes[k]));
     for (int k = 0; !bad && k < v->n_edges; k++)
@@ -151,7 +198,9 @@ static json_t *view_json(const hs_view *v)
         bad |= json_object_set(root, "edges", edges);
         bad |= json_object_set(root, "clusters", clusters);
         bad |= json_object_set(root, "stats", stats);
+        bad |= json_object_set(root, "groups", groups);
     }
+    json_decref(groups);
     json_decref(nodes);
     json_decref(edges);
     json_decref(clusters);

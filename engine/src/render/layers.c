@@ -102,6 +102,34 @@ static int64_t open_cost(const hs_group_tree *t, int g)
     return n - (x->kind != HS_GROUP_COMPUTATION);
 }
 
+typedef struct costed {
+    int64_t cost;
+    int group;
+} costed;
+
+static int cmp_cost(const void *a, const void *b)
+{
+    const costed *x = a, *y = b;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? -1 : 1;
+    return (x->group > y->group) - (x->group < y->group);
+}
+
+/* Orders items by the cost of opening them, then by index. */
+static bool sort_by_cost(const hs_group_tree *t, int *items, int n)
+{
+    costed *c = malloc(sizeof *c * (size_t)(n + 1));
+    if (!c)
+        return false;
+    for (int k = 0; k < n; k++)
+        c[k] = (costed){open_cost(t, items[k]), items[k]};
+    qsort(c, (size_t)n, sizeof *c, cmp_cost);
+    for (int k = 0; k < n; k++)
+        items[k] = c[k].group;
+    free(c);
+    return true;
+}
+
 static void open_subtree(const hs_group_tree *t, int g, bool *open)
 {
     const hs_group *x = &t->groups[g];
@@ -137,22 +165,23 @@ hs_status hs__groups_open(const hs_group_tree *t, const hs_expand *e,
     int n_level = 0;
     for (int k = 0; k < t->groups[0].n_children; k++)
         level[n_level++] = t->groups[0].children[k];
+    /* Within a level the cheapest groups open first (a run of 32 closed
+     * layers before a stretch of 1,200 instructions), as many as fit. */
     while (n_level > 0) {
-        int64_t delta = 0;
         int n_next = 0;
-        for (int k = 0; k < n_level; k++) {
-            const hs_group *x = &t->groups[level[k]];
-            if (x->is_repeat_item)
-                continue;
-            delta += open_cost(t, level[k]);
+        if (!sort_by_cost(t, level, n_level)) {
+            free(level);
+            free(next);
+            return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         }
-        if (visible + delta > budget)
-            break;
-        visible += delta;
         for (int k = 0; k < n_level; k++) {
             const hs_group *x = &t->groups[level[k]];
             if (x->is_repeat_item)
                 continue;
+            int64_t cost = open_cost(t, level[k]);
+            if (visible + cost > budget)
+                break;
+            visible += cost;
             open[level[k]] = true;
             for (int j = 0; j < x->n_children; j++)
                 next[n_next++] = x->children[j];

@@ -350,6 +350,112 @@ static hs_status visit(builder *b, int ci, int cluster)
     return HS_OK;
 }
 
+/* ---- a neighbourhood --------------------------------------------------- */
+
+static const hs_instruction *find_instruction(const hs_module *m,
+                                              const char *name)
+{
+    for (int c = 0; c < m->n_comps; c++)
+        for (int k = 0; k < m->comps[c]->n_instrs; k++)
+            if (strcmp(m->comps[c]->instrs[k]->name, name) == 0)
+                return m->comps[c]->instrs[k];
+    return NULL;
+}
+
+/* Draws the instructions of c within `hops` operand or user edges of
+ * centre, open and without clusters: a window into a computation too large
+ * to draw whole (XLA's dumper offers the same). Breadth-first over
+ * positions, with users gathered once: linear in c. */
+static hs_status visit_around(builder *b, const hs_computation *c,
+                              const hs_instruction *centre, int hops)
+{
+    hs_view *v = b->v;
+    int n = c->n_instrs;
+    int *pos = malloc(sizeof *pos * ((size_t)b->n_ids + 1));
+    int *dist = malloc(sizeof *dist * ((size_t)n + 1));
+    int *start = calloc((size_t)n + 2, sizeof *start);
+    int *queue = malloc(sizeof *queue * ((size_t)n + 1));
+    int edges = 0;
+    for (int k = 0; k < n; k++)
+        edges += c->instrs[k]->n_operands;
+    int *users = malloc(sizeof *users * ((size_t)edges + 1));
+    hs_status st = HS_OK;
+    if (!pos || !dist || !start || !queue || !users) {
+        st = nomem(b);
+        goto done;
+    }
+    for (int k = 0; k < n; k++) {
+        pos[c->instrs[k]->id] = k;
+        dist[k] = -1;
+    }
+    /* users as CSR: start[q+1] counts, then prefix sums */
+    for (int k = 0; k < n; k++)
+        for (int o = 0; o < c->instrs[k]->n_operands; o++)
+            if (c->instrs[k]->operands[o]->parent == c)
+                start[pos[c->instrs[k]->operands[o]->id] + 2]++;
+    for (int k = 0; k < n; k++)
+        start[k + 2] += start[k + 1];
+    for (int k = 0; k < n; k++)
+        for (int o = 0; o < c->instrs[k]->n_operands; o++)
+            if (c->instrs[k]->operands[o]->parent == c)
+                users[start[pos[c->instrs[k]->operands[o]->id] + 1]++] = k;
+    int head = 0, tail = 0;
+    dist[pos[centre->id]] = 0;
+    queue[tail++] = pos[centre->id];
+    while (head < tail) {
+        int p = queue[head++];
+        if (dist[p] >= hops)
+            continue;
+        const hs_instruction *i = c->instrs[p];
+        for (int o = 0; o < i->n_operands; o++) {
+            if (i->operands[o]->parent != c)
+                continue;
+            int q = pos[i->operands[o]->id];
+            if (dist[q] < 0) {
+                dist[q] = dist[p] + 1;
+                queue[tail++] = q;
+            }
+        }
+        for (int u = start[p]; u < start[p + 1]; u++) {
+            int q = users[u];
+            if (dist[q] < 0) {
+                dist[q] = dist[p] + 1;
+                queue[tail++] = q;
+            }
+        }
+    }
+    for (int k = 0; k < n && st == HS_OK; k++) {
+        if (dist[k] < 0)
+            continue;
+        const hs_instruction *i = c->instrs[k];
+        const char *id = encoded_id(v->arena, "", i->name, NULL);
+        if (!id) {
+            st = nomem(b);
+            break;
+        }
+        size_t own = hs__layer_key(i->op_name);
+        hs_vnode node = {.id = id, .instr = i, .comp = c,
+                         .layer = own ? i->op_name : NULL, .layer_len = own,
+                         .group = b->tree->group_of[i->id], .cluster = -1,
+                         .bytes = hs_shape_total_bytes(&i->shape),
+                         .is_root = c->root == i};
+        int idx = add_node(b, &node);
+        if (idx < 0) {
+            st = b->over_budget ? HS_ERR_LIMIT : HS_ERR_NOMEM;
+            break;
+        }
+        map_instr(b, i, idx);
+        v->instructions++;
+    }
+done:
+    free(pos);
+    free(dist);
+    free(start);
+    free(queue);
+    free(users);
+    return st;
+}
+
 /* ---- edges ------------------------------------------------------------- */
 
 static uint64_t edge_hash_parts(int from, int to, int opidx)
@@ -511,7 +617,25 @@ static hs_status build(builder *b, const hs_module *m,
     hs_status st = hs__expand_parse(v->arena, o->expand, &b->expand, b->err);
     if (st != HS_OK)
         return st;
-    if (o->computation) {
+    const hs_instruction *centre = NULL;
+    int hops = o->hops > 0 ? o->hops : HS_RENDER_DEFAULT_HOPS;
+    if (o->around) {
+        centre = find_instruction(m, o->around);
+        if (!centre) {
+            hs_buf shown = {0};
+            hs__text_clean(&shown, o->around, 64);
+            hs_error_set(b->err, HS_ERR_INVALID,
+                         "around: no instruction named '%s' in module",
+                         shown.data ? shown.data : "");
+            hs__buf_free(&shown);
+            return HS_ERR_INVALID;
+        }
+        if (hops > HS_RENDER_MAX_HOPS)
+            return hs_error_set(b->err, HS_ERR_INVALID,
+                                "hops: %d is more than %d", hops,
+                                HS_RENDER_MAX_HOPS);
+        v->top = centre->parent;
+    } else if (o->computation) {
         v->top = hs_module_find_computation(m, o->computation);
         if (!v->top) {
             hs_buf shown = {0};
@@ -581,6 +705,14 @@ static hs_status build(builder *b, const hs_module *m,
 
     b->cluster_of[top] = -2;
     b->queue[b->n_queue++] = top;
+    if (centre) {
+        st = visit_around(b, v->top, centre, hops);
+        if (st == HS_OK)
+            st = add_edges(b);
+        if (st != HS_OK)
+            return b->over_budget ? limit_error(b) : st;
+        return index_members(v) != HS_OK ? nomem(b) : HS_OK;
+    }
     for (int q = 0; q < b->n_queue; q++) {
         int ci = b->queue[q];
         int cluster = ci == top ? -1 : b->cluster_of[ci];
