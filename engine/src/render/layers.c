@@ -139,44 +139,32 @@ static void open_subtree(const hs_group_tree *t, int g, bool *open)
             open_subtree(t, x->children[k], open);
 }
 
-hs_status hs__groups_open(const hs_group_tree *t, const hs_expand *e,
-                          int64_t budget, const bool *is_loop_part,
-                          bool *open, hs_error *err)
+/* Opens the levels below group `from` (already open), the cheapest groups
+ * of a level first, while the nodes shown stay within budget. The layers
+ * of a repeat stay closed (one box per layer, as a model's layers always
+ * were) unless asked for. */
+static bool open_levels(const hs_group_tree *t, int from, int64_t budget,
+                        bool *open)
 {
     int n = t->n_groups;
-    if (e->all) {
-        for (int g = 0; g < n; g++)
-            open[g] = true;
-        return HS_OK;
-    }
-    memset(open, 0, sizeof *open * (size_t)n);
-    /* Level by level from the top while the view stays within budget; the
-     * layers of a repeat stay closed (one box per layer, as a model's
-     * layers always were) unless asked for. */
     int *level = malloc(sizeof *level * (size_t)(n + 1));
     int *next = malloc(sizeof *next * (size_t)(n + 1));
     if (!level || !next) {
         free(level);
         free(next);
-        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+        return false;
     }
-    open[0] = true;
-    int64_t visible = open_cost(t, 0) + 1;
+    int64_t visible = open_cost(t, from) + 1;
     int n_level = 0;
-    for (int k = 0; k < t->groups[0].n_children; k++)
-        level[n_level++] = t->groups[0].children[k];
-    /* Within a level the cheapest groups open first (a run of 32 closed
-     * layers before a stretch of 1,200 instructions), as many as fit. */
-    while (n_level > 0) {
+    for (int k = 0; k < t->groups[from].n_children; k++)
+        level[n_level++] = t->groups[from].children[k];
+    bool ok = true;
+    while (n_level > 0 && ok) {
         int n_next = 0;
-        if (!sort_by_cost(t, level, n_level)) {
-            free(level);
-            free(next);
-            return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
-        }
-        for (int k = 0; k < n_level; k++) {
+        ok = sort_by_cost(t, level, n_level);
+        for (int k = 0; ok && k < n_level; k++) {
             const hs_group *x = &t->groups[level[k]];
-            if (x->is_repeat_item)
+            if (x->is_repeat_item || open[level[k]])
                 continue;
             int64_t cost = open_cost(t, level[k]);
             if (visible + cost > budget)
@@ -193,6 +181,23 @@ hs_status hs__groups_open(const hs_group_tree *t, const hs_expand *e,
     }
     free(level);
     free(next);
+    return ok;
+}
+
+hs_status hs__groups_open(const hs_group_tree *t, const hs_expand *e,
+                          int64_t budget, const bool *is_loop_part,
+                          bool *open, hs_error *err)
+{
+    int n = t->n_groups;
+    if (e->all) {
+        for (int g = 0; g < n; g++)
+            open[g] = true;
+        return HS_OK;
+    }
+    memset(open, 0, sizeof *open * (size_t)n);
+    open[0] = true;
+    if (!open_levels(t, 0, budget, open))
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
     /* A loop body or condition that is one group (or none) - a scan body,
      * one layer traced once - is drawn open, so a scan stays visible. */
     for (int g = 0; g < n; g++) {
@@ -209,11 +214,17 @@ hs_status hs__groups_open(const hs_group_tree *t, const hs_expand *e,
         if (holding <= 1)
             open_subtree(t, g, open);
     }
-    /* What the caller names, and the groups around it. */
+    /* What the caller names, the groups around it, and below it as much
+     * as another budget shows (layers.3 of a model with scopes inside its
+     * layers shows its instructions, not one box per scope). */
     for (int k = 0; k < e->n; k++)
-        for (int g = 0; g < n; g++)
-            if (hs_groups_match(t, g, e->keys[k], e->lens[k]))
-                for (int a = g; a >= 0 && !open[a]; a = t->groups[a].parent)
-                    open[a] = true;
+        for (int g = 0; g < n; g++) {
+            if (!hs_groups_match(t, g, e->keys[k], e->lens[k]))
+                continue;
+            for (int a = g; a >= 0 && !open[a]; a = t->groups[a].parent)
+                open[a] = true;
+            if (!open_levels(t, g, budget, open))
+                return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+        }
     return HS_OK;
 }
