@@ -34,8 +34,10 @@
  *     group of its calling instruction, with its own groups inside; its
  *     path is "@<name>" and its groups' paths are prefixed "@<name>/".
  *
- * Parameters and constants feeding one group only belong to it; others stay
- * at the level of their computation. The tree is deterministic: the same
+ * In a computation grouped by structure, parameters and constants feeding
+ * one group only belong to it; with scopes they stay where their own
+ * op_name puts them. More than 32 left at a computation's level are
+ * gathered into a group "inputs". The tree is deterministic: the same
  * module gives the same paths, counts and fingerprints. Cost: linear in the
  * instructions for the scopes and the repeats, near-linear for the cuts
  * (the post-dominator tree is found by walking to common ancestors).
@@ -74,7 +76,7 @@ typedef struct hs_group {
     int parent; /* -1 for the root (the top computation) */
     int depth;  /* 0 for the root */
     int n_children;
-    const int *children; /* in definition order of their first instruction */
+    const int *children; /* in the order they were found */
     /* Instructions below it, nested computations included. */
     int64_t instructions;
     /* Instructions of its own computation directly in it (not in a child). */
