@@ -82,19 +82,12 @@ static json_t *find_by(json_t *array, const char *key, const char *value)
 
 static hs_module *read_hlo(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    text[n] = '\0';
+    size_t n = 0;
     hs_error err;
-    hs_module *m = hs_hlo_parse(text, (size_t)n, &err);
+    char *text = hs_read_file(path, &n, &err);
+    if (!text)
+        fail_msg("%s", err.message);
+    hs_module *m = hs_hlo_parse(text, n, &err);
     free(text);
     if (!m)
         fail_msg("parse %s: %s", path, err.message);

@@ -124,6 +124,12 @@ int hs_groups_find(const hs_group_tree *t, const char *text, size_t len);
 /* Whether group g is named by text[0..len) (its path or local path). */
 bool hs_groups_match(const hs_group_tree *t, int g, const char *text,
                      size_t len);
+/* Whether the computations i calls are drawn (and grouped) under it: a
+ * while's body and condition, a conditional's branches, a call's, a
+ * fusion's and a custom-call's computations. Reducers and comparators
+ * (to_apply) are named in their caller's label instead. */
+bool hs_groups_nests_called(const hs_instruction *i);
+
 /* The computation group of computation c, or -1 when c is not in the tree. */
 int hs_groups_of_computation(const hs_group_tree *t, const hs_computation *c);
 

@@ -66,10 +66,7 @@ int hs__group_add(hs__gbuild *b, hs_group_kind kind, int parent,
     return b->n++;
 }
 
-/* Opcodes whose called computations are drawn (and grouped) under them:
- * loops, branches, calls, fusions, custom-call bodies. Reducers are named
- * in their caller's label instead. */
-static bool nests_called(const hs_instruction *i)
+bool hs_groups_nests_called(const hs_instruction *i)
 {
     switch (i->opcode) {
     case HS_OP_WHILE:
@@ -282,7 +279,7 @@ static hs_status build_computation(hs__gbuild *b, const hs_computation *c,
 
     for (int p = 0; p < c->n_instrs; p++) {
         const hs_instruction *i = c->instrs[p];
-        if (!nests_called(i))
+        if (!hs_groups_nests_called(i))
             continue;
         for (int k = 0; k < i->n_called; k++) {
             st = build_computation(b, i->called[k], b->group_of[i->id], i);

@@ -233,23 +233,6 @@ static int closed_group_of(const builder *b, const hs_instruction *i)
 
 /* ---- which calls are drawn --------------------------------------------- */
 
-/* Called computations drawn as clusters: loop parts, fusions, calls,
- * conditional branches and custom-call bodies. Reducers and comparators
- * are summarized in the caller's label instead. */
-static bool shows_called(const hs_instruction *i)
-{
-    switch (i->opcode) {
-    case HS_OP_WHILE:
-    case HS_OP_CALL:
-    case HS_OP_CONDITIONAL:
-    case HS_OP_FUSION:
-    case HS_OP_CUSTOM_CALL:
-        return true;
-    default:
-        return false;
-    }
-}
-
 static bool never_folded(const hs_instruction *i)
 {
     return i->opcode == HS_OP_WHILE || i->opcode == HS_OP_CALL ||
@@ -336,7 +319,7 @@ static hs_status visit(builder *b, int ci, int cluster)
         if (idx < 0)
             return b->over_budget ? HS_ERR_LIMIT : HS_ERR_NOMEM;
         map_instr(b, i, idx);
-        if (!shows_called(i))
+        if (!hs_groups_nests_called(i))
             continue;
         for (int j = 0; j < i->n_called; j++) {
             hs_status st;
