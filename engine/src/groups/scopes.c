@@ -174,7 +174,10 @@ static hs_status fold_chains(hs__gbuild *b, const hs__gcomp *gc, int first)
     for (int k = 0; k < n; k++) {
         hs_group *g = &b->g[first + k];
         bool stem = g->repeat == -1;
-        bool drop = kids[k] == 1 && (stem || direct[k] == 0);
+        /* A numbered sibling keeps its name ("layers.3" with everything in
+         * "layers.3/block" stays layers.3). */
+        bool item = g->parent >= first && b->g[g->parent].repeat == -1;
+        bool drop = kids[k] == 1 && (stem || (direct[k] == 0 && !item));
         map[k] = drop ? -1 : first + k;
     }
     /* A dropped group is replaced by its nearest kept ancestor for its
