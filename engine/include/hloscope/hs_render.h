@@ -6,7 +6,7 @@
  *     hs_error err;
  *     hs_render_init(&err);       // optional: warm layout workers early
  *     ...
- *     hs_render_options o = {.expand = "layers.3"};   // zero = defaults
+ *     hs_render_options o = {.expand = "layers.3"};   // a group path
  *     char *dot, *svg;
  *     size_t dot_len, svg_len;
  *     if (hs_render_graph_dot(module, &o, &dot, &dot_len, &err) == HS_OK &&
@@ -20,11 +20,15 @@
  * node per instruction coloured by opcode category, ROOT and parameters
  * marked, operand numbers on the edges of multi-operand users, called
  * computations (while body and condition, fusion, call, conditional
- * branches) as nested clusters named after the computation. Layers of an
- * unrolled model (op_name "layers.N/...") are drawn as one node per layer
- * unless expanded; a view larger than the node budget is refused with
- * HS_ERR_LIMIT instead of being handed to Graphviz. docs/RENDER.md has the
- * palette, the views and the isolation design.
+ * branches) as nested clusters named after the computation. Instructions
+ * are drawn by the group tree of hs_groups.h (op_name scopes, layers found
+ * from structure, called computations): the default view opens it level by
+ * level while the view has at most HS_RENDER_DEFAULT_BUDGET nodes, the
+ * layers of a repeat staying one node each; expand opens groups by path;
+ * around draws one instruction's neighbourhood. A view larger than the
+ * node limit is refused with HS_ERR_LIMIT instead of being handed to
+ * Graphviz. docs/RENDER.md has the palette, the views and the isolation
+ * design.
  *
  * Every text that comes from the user (names, op_names, shapes, frontend
  * attributes) is sanitized and escaped; no input can break out of a DOT
