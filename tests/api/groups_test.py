@@ -105,8 +105,8 @@ def mixtral_opens_by_structure(s):
           "repeated layers found from structure alone", [(x["path"], x["repeat"]) for x in runs])
     run0 = group_by_path(g, "run.0")
     first = group_by_path(g, run0["children"][0])
-    fps = {group_by_path(g, c)["fingerprint"] for c in run0["children"]}
-    check(len(fps) == 1, "the layers of a run are one structure", fps)
+    fps = {group_by_path(g, c)["fingerprint"] for c in run0["children"][1:-1]}
+    check(len(fps) == 1, "the layers of a run (but its two ends) are one structure", fps)
     opened, _ = s.json("GET", base + "/graph.json?stage=traced&expand=" + first["path"])
     check(len(opened["nodes"]) > len(g["nodes"]) + 100, "a layer opens by its path",
           len(opened["nodes"]), len(g["nodes"]))

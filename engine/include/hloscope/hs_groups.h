@@ -27,8 +27,9 @@
  *     a group "run.K" whose children "run.K/layer.J" are the repeats. A
  *     training step has no such cuts (every weight flows to the root through
  *     its update), so when the cuts leave one block holding most of the
- *     computation the blocks are its instructions in definition order and
- *     the repeats are found there. Stretches outside any run are "part.K".
+ *     computation the blocks are its instructions in definition order, the
+ *     repeats are found there, and each run is cut into layers where the
+ *     fewest values cross. Stretches outside any run are "part.K".
  *   - computations (HS_GROUP_COMPUTATION): a while body and condition, a
  *     conditional branch, a call or fusion computation nests under the
  *     group of its calling instruction, with its own groups inside; its

@@ -20,7 +20,9 @@
  *    few places, since a schedule moves an instruction or two between
  *    layers). The longest runs that do not overlap become "run.K", with
  *    one "run.K/layer.J" per period; what lies between runs is cut into
- *    "part.K" groups of bounded size.
+ *    "part.K" groups of bounded size. A run of single instructions is
+ *    then cut where the fewest values cross between periods (the residual
+ *    stream), and may take one more layer at each end.
  * Everything is linear in the instructions but the common-ancestor walks,
  * which are short on real modules and capped (the cuts are given up past
  * the cap, never the grouping). */
@@ -445,6 +447,82 @@ static hs_status add_parts(hs__gbuild *b, const hs__gcomp *gc,
     return HS_OK;
 }
 
+/* ---- the phase of a run ---------------------------------------------------- */
+
+/* cross[k]: how many values defined in blocks before k are used in block k
+ * or later (blocks of single instructions). Where few cross is where one
+ * layer hands over to the next: the residual stream. */
+static int *crossings(hs__gbuild *b, const hs__gcomp *gc, const unitseq *u)
+{
+    int *unit_of = malloc(sizeof *unit_of * ((size_t)gc->n + 1));
+    int *cross = calloc((size_t)u->n + 2, sizeof *cross);
+    if (!unit_of || !cross) {
+        free(unit_of);
+        free(cross);
+        return NULL;
+    }
+    for (int p = 0; p < gc->n; p++)
+        unit_of[p] = -1;
+    for (int k = 0; k < u->n; k++)
+        unit_of[u->members[u->start[k]]] = k;
+    for (int k = 0; k < u->n; k++) {
+        const hs_instruction *i = gc->c->instrs[u->members[u->start[k]]];
+        for (int o = 0; o < i->n_operands; o++) {
+            int q = hs__gpos(b, i->operands[o]);
+            int from = q >= 0 && i->operands[o]->parent == gc->c ? unit_of[q] : -1;
+            if (from < 0 || from >= k)
+                continue;
+            cross[from + 1]++;
+            cross[k + 1]--;
+        }
+    }
+    for (int k = 1; k <= u->n; k++)
+        cross[k] += cross[k - 1];
+    free(unit_of);
+    return cross;
+}
+
+/* Shifts run r (of single instructions) so that its layers begin where
+ * the fewest values cross, then takes one more layer at each end when it
+ * holds the same instructions but for a quarter of a period (the first
+ * layer keeps what XLA's CSE left there for all layers). lo and hi bound
+ * where it may reach (its neighbours). */
+static void phase_run(const unitseq *u, const int *cross, run *r, int lo,
+                      int hi, uint64_t *tmp)
+{
+    int L = r->period;
+    int64_t best = -1;
+    int phase = 0;
+    for (int f = 0; f < L; f++) {
+        int64_t sum = 0;
+        for (int j = 0; j < r->repeats; j++)
+            sum += cross[r->start + f + j * L];
+        if (best < 0 || sum < best) {
+            best = sum;
+            phase = f;
+        }
+    }
+    int start = r->start + phase, repeats = r->repeats;
+    /* the last period may now run past what matched: keep it only when it
+     * still matches its predecessor */
+    if (start + repeats * L > hi ||
+        !same_multiset(u, start + (repeats - 2) * L, start + (repeats - 1) * L,
+                       L, L / 16, tmp))
+        repeats--;
+    int slack = L / 4;
+    if (start - L >= lo && same_multiset(u, start - L, start, L, slack, tmp)) {
+        start -= L;
+        repeats++;
+    }
+    int end = start + repeats * L;
+    if (end + L <= hi && same_multiset(u, end - L, end, L, slack, tmp))
+        repeats++;
+    if (repeats >= 2) {
+        r->start = start;
+        r->repeats = repeats;
+    }
+}
+
 hs_status hs__groups_structure(hs__gbuild *b, const hs__gcomp *gc)
 {
     unitseq u = {0};
@@ -459,6 +537,23 @@ hs_status hs__groups_structure(hs__gbuild *b, const hs__gcomp *gc)
     if (n_runs < 0) {
         st = hs_error_set(b->err, HS_ERR_NOMEM, "out of host memory");
         goto done;
+    }
+    if (by_instruction && n_runs > 0) {
+        int *cross = crossings(b, gc, &u);
+        uint64_t *tmp = malloc(sizeof *tmp * (2 * (size_t)u.n + 2));
+        if (!cross || !tmp) {
+            free(cross);
+            free(tmp);
+            st = hs_error_set(b->err, HS_ERR_NOMEM, "out of host memory");
+            goto done;
+        }
+        for (int r = 0; r < n_runs; r++) {
+            int lo = r > 0 ? runs[r - 1].start + runs[r - 1].period * runs[r - 1].repeats : 0;
+            int hi = r + 1 < n_runs ? runs[r + 1].start : u.n;
+            phase_run(&u, cross, &runs[r], lo, hi, tmp);
+        }
+        free(cross);
+        free(tmp);
     }
     int total = u.start[u.n];
     int most = total / PARTS > MIN_PART ? total / PARTS : MIN_PART;
