@@ -79,16 +79,24 @@ static void print_output(int k, const hs_tensor *t)
     printf("output %d:     %s", k, shape ? shape : small);
     if (shape != small)
         free(shape);
-    if (t->shape.dtype == HS_F32) {
-        int64_t n = hs_tensor_elements(t);
-        const float *v = hs_tensor_f32(t);
-        double sum = 0;
-        for (int64_t i = 0; i < n; i++)
+    /* Every executed element type, read as doubles a chunk at a time. */
+    int64_t count = hs_tensor_elements(t);
+    double v[1024], sum = 0, first[4];
+    bool ok = true;
+    for (int64_t at = 0; ok && at < count; at += 1024) {
+        int64_t k = count - at < 1024 ? count - at : 1024;
+        ok = hs_tensor_values_f64(t, at, k, v);
+        for (int64_t i = 0; ok && i < k; i++) {
             sum += v[i];
+            if (at + i < 4)
+                first[at + i] = v[i];
+        }
+    }
+    if (ok && hs_tensor_values_f64(t, 0, 0, v)) {
         printf("  sum=%.6g  first=[", sum);
-        for (int64_t i = 0; i < n && i < 4; i++)
-            printf("%s%.6g", i ? ", " : "", v[i]);
-        printf("%s]", n > 4 ? ", ..." : "");
+        for (int64_t i = 0; i < count && i < 4; i++)
+            printf("%s%.6g", i ? ", " : "", first[i]);
+        printf("%s]", count > 4 ? ", ..." : "");
     }
     printf("\n");
 }

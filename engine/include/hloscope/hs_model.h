@@ -231,8 +231,9 @@ int hs_model_args(const hs_model *m, hs_tensor **args, int cap);
 /* Arguments for an imported HLO module's entry parameters, as `run` makes
  * them for a .hlo file: one tensor per array leaf (a tuple-shaped
  * parameter gives one per leaf, depth first, as hs_device_run binds them);
- * f32 leaves ~ U(-1, 1) from seed 0 and stream <leaf name>, other element
- * types zeros. Returns a malloc'ed array of *n new tensors (free each with
+ * float leaves (f16, bf16, f32, f64, the f8 types) ~ U(-1, 1) drawn in f32
+ * from seed 0 and stream <leaf name>, then rounded once to their type;
+ * integer and pred leaves zeros. Returns a malloc'ed array of *n new tensors (free each with
  * hs_tensor_free, then the array), or NULL with *err (host OOM). */
 hs_tensor **hs_model_hlo_args(const hs_module *m, int *n, hs_error *err);
 /* The same arguments given instead of drawn: leaf L read from

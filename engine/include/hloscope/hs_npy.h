@@ -22,6 +22,12 @@ hs_status hs_npy_write_f32(const char *path, const hs_shape *shape,
 /* Reads a little-endian bool, int, uint or float .npy file (1 to 8 bytes
  * per element) in C order into a new tensor. */
 hs_tensor *hs_npy_read(const char *path, hs_error *err);
+/* Elements [start, start + n) of t as doubles, for summaries of any
+ * element type: exact for every executable type except 64-bit integers
+ * beyond 2^53 (rounded). False, writing nothing, when t's type is not
+ * executed (complex, sub-byte) or the range is outside t. */
+bool hs_tensor_values_f64(const hs_tensor *t, int64_t start, int64_t n,
+                          double *out);
 /* Creates DIR and its parents (mode 0755); ok when it exists. */
 hs_status hs_mkdirs(const char *dir, hs_error *err);
 

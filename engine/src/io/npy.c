@@ -222,3 +222,15 @@ hs_status hs_mkdirs(const char *dir, hs_error *err)
         return hs_error_set(err, HS_ERR_IO, "%s: %s", buf, strerror(errno));
     return HS_OK;
 }
+
+bool hs_tensor_values_f64(const hs_tensor *t, int64_t start, int64_t n,
+                          double *out)
+{
+    hs_dtype dt = t->shape.dtype;
+    if (elem_class_of(dt) == ELEM_NONE || hs_dtype_bits(dt) < 8 ||
+        start < 0 || n < 0 || start > hs_tensor_elements(t) - n)
+        return false;
+    const char *src = (const char *)t->data + start * elem_bytes(dt);
+    elem_convert(dt, HS_F64, src, out, n);
+    return true;
+}

@@ -9,6 +9,7 @@
 
 #include "hloscope/hs_model.h"
 #include "hloscope/hs_npy.h"
+#include "numerics/element_types.h"
 
 /* The leaves of one parameter, depth first: a visitor called with each
  * array shape and its name ("p" for an array parameter, "p.1.0" for the
@@ -53,7 +54,28 @@ typedef struct drawn {
     int n, cap;
 } drawn;
 
-/* dir/<leaf>.npy, which must hold the leaf's element type and dims. */
+/* bf16 and the f8 types have no NumPy dtype: `run --dump` writes them as
+ * their exact f32 values (hs_npy_write), so an f32 file of the leaf's dims
+ * is read back rounded to the leaf's float type. False when *t is not
+ * such a file (or on host OOM). */
+static bool narrow_to_leaf(hs_tensor **t, const hs_shape *leaf)
+{
+    hs_shape f32 = *leaf;
+    f32.dtype = HS_F32;
+    if ((*t)->shape.dtype != HS_F32 || elem_class_of(leaf->dtype) != ELEM_F32 ||
+        hs_dtype_bits(leaf->dtype) < 8 || !hs_shape_compatible(&(*t)->shape, &f32))
+        return false;
+    hs_tensor *n = hs_tensor_new(leaf);
+    if (!n)
+        return false;
+    elem_convert(HS_F32, leaf->dtype, (*t)->data, n->data, hs_tensor_elements(n));
+    hs_tensor_free(*t);
+    *t = n;
+    return true;
+}
+
+/* dir/<leaf>.npy, which must hold the leaf's element type and dims (or,
+ * for a float type NumPy lacks, f32: see narrow_to_leaf). */
 static hs_tensor *read_leaf(const char *dir, const hs_shape *leaf,
                             const char *name, hs_error *err)
 {
@@ -66,7 +88,8 @@ static hs_tensor *read_leaf(const char *dir, const hs_shape *leaf,
             memcpy(msg, err->message, sizeof msg);
             hs_error_set(err, err->status, "argument %s: %s", name, msg);
         }
-    } else if (!hs_shape_compatible(&t->shape, leaf)) {
+    } else if (!hs_shape_compatible(&t->shape, leaf) &&
+               !narrow_to_leaf(&t, leaf)) {
         char want[128], got[128];
         hs_shape_print(leaf, false, want, sizeof want);
         hs_shape_print(&t->shape, false, got, sizeof got);
@@ -77,6 +100,31 @@ static hs_tensor *read_leaf(const char *dir, const hs_shape *leaf,
         t = NULL;
     }
     return t;
+}
+
+/* A float leaf of any width ~ U(-1, 1), drawn in f32 and rounded once to
+ * its type, so that an f16 or bf16 argument holds the f32 draw's nearest
+ * value. Integer and pred leaves stay zeros (they are often indices and
+ * trip counts). False on host OOM. */
+static bool fill_float(hs_tensor *t, const char *name)
+{
+    hs_dtype dt = t->shape.dtype;
+    int64_t n = hs_tensor_elements(t);
+    if (dt == HS_F32) {
+        hs_model_fill_uniform(0, name, -1.0f, 1.0f, hs_tensor_f32(t), n);
+        return true;
+    }
+    elem_class c = elem_class_of(dt);
+    /* Sub-byte floats (f4e2m1fn) are stored packed and not executed. */
+    if ((c != ELEM_F32 && c != ELEM_F64) || hs_dtype_bits(dt) < 8 || n <= 0)
+        return true;
+    float *draw = malloc((size_t)n * sizeof *draw);
+    if (!draw)
+        return false;
+    hs_model_fill_uniform(0, name, -1.0f, 1.0f, draw, n);
+    elem_convert(HS_F32, dt, draw, t->data, n);
+    free(draw);
+    return true;
 }
 
 static hs_status make_leaf(const hs_shape *leaf, const char *name, void *user,
@@ -105,9 +153,10 @@ static hs_status make_leaf(const hs_shape *leaf, const char *name, void *user,
             snprintf(err->instruction, sizeof err->instruction, "%s", name);
         return HS_ERR_NOMEM;
     }
-    if (leaf->dtype == HS_F32)
-        hs_model_fill_uniform(0, name, -1.0f, 1.0f, hs_tensor_f32(t),
-                              hs_tensor_elements(t));
+    if (!fill_float(t, name)) {
+        hs_tensor_free(t);
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    }
     d->args[d->n++] = t;
     return HS_OK;
 }
