@@ -517,6 +517,43 @@ hs_status hs_instruction_window(const hs_instruction *i, int rank,
 int64_t hs_window_padded_extent(const hs_window_dim *w, int64_t n);
 int64_t hs_window_output_extent(const hs_window_dim *w, int64_t n);
 
+/* A convolution's dim_labels (XLA's ConvolutionDimensionNumbers), e.g.
+ * b01f_01io->b01f or bf01_oi01->bf01: which dimension of the input (lhs),
+ * kernel (rhs) and output is the batch, the feature, the kernel's input
+ * and output feature, and spatial dimension 0, 1, ... (ir/conv_dims.c). */
+typedef struct hs_conv_dims {
+    int n_spatial;
+    int64_t lhs_batch, lhs_feature, lhs_spatial[HS_MAX_RANK];
+    int64_t rhs_input, rhs_output, rhs_spatial[HS_MAX_RANK];
+    int64_t out_batch, out_feature, out_spatial[HS_MAX_RANK];
+} hs_conv_dims;
+/* Everything a convolution's attributes say: its dimension numbers, its
+ * window (one dimension per spatial dimension) and its group counts
+ * (feature_group_count: depthwise and grouped convolutions;
+ * batch_group_count: the kernel gradient of a grouped convolution), 1 when
+ * not written. */
+typedef struct hs_conv {
+    hs_conv_dims dims;
+    hs_window window;
+    int64_t feature_groups, batch_groups;
+} hs_conv;
+/* Parses dim_labels text. false with *why set (static text) when it is
+ * malformed: three ranks that differ, a label missing or repeated, an
+ * unknown letter. */
+bool hs_conv_dims_parse(const char *text, hs_conv_dims *out,
+                        const char **why);
+/* Writes the dim_labels text of d into buf; false when it does not fit. */
+bool hs_conv_dims_print(const hs_conv_dims *d, char *buf, size_t size);
+/* Writes window text in XLA's form (fields at their default left out)
+ * into buf; false when it does not fit. */
+bool hs_window_print(const hs_window *w, char *buf, size_t size);
+/* Reads convolution i's dim_labels, window, feature_group_count and
+ * batch_group_count. HS_ERR_SHAPE naming the instruction and the attribute
+ * when one is missing or malformed, or the operands' ranks disagree with
+ * the dim_labels. */
+hs_status hs_instruction_conv(const hs_instruction *i, hs_conv *out,
+                              hs_error *err);
+
 /* Bytes of i's decoded literal: 0 when it has none or its element type is
  * narrower than a byte (those stay as literal_text). */
 int64_t hs_instruction_literal_bytes(const hs_instruction *i);

@@ -93,6 +93,9 @@ void hs__vjp_identity(hs_vjp *v, hs_instruction *y); /* copy */
 /* vjp_dot.c */
 void hs__vjp_dot(hs_vjp *v, hs_instruction *y);
 
+/* vjp_conv.c */
+void hs__vjp_convolution(hs_vjp *v, hs_instruction *y);
+
 /* vjp_reduce.c */
 void hs__vjp_reduce(hs_vjp *v, hs_instruction *y);
 

@@ -77,7 +77,7 @@
 #define VJP_SCATTER NULL
 /* compute */
 #define VJP_DOT hs__vjp_dot
-#define VJP_CONVOLUTION NULL
+#define VJP_CONVOLUTION hs__vjp_convolution
 #define VJP_REDUCE hs__vjp_reduce
 #define VJP_REDUCE_WINDOW NULL
 #define VJP_MAP NULL

@@ -1,7 +1,8 @@
 /*
  * cost.c - the roofline cost of one instruction on a device spec:
  *     seconds = max(flops / peak_flops, bytes / hbm_bandwidth)
- * flops: dot 2*M*N*K*batch, element-wise ops one per output element
+ * flops: dot 2*M*N*K*batch, convolution 2*outputs*taps*features per
+ * group, element-wise ops one per output element
  * (transcendentals count 1), reduce one per input element. bytes: operands
  * plus result, except for instructions that move no data (parameters,
  * constants, tuples, get-tuple-element, aliasing reshapes and bitcasts,
@@ -150,6 +151,26 @@ static void cost_dot(const hs_device_spec *spec, const hs_instruction *in,
     c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
 }
 
+/* A multiply-add per output element, window tap and input feature of its
+ * group (the kernel's input feature dimension), as XLA's cost analysis
+ * counts; bytes as for dot. Malformed attributes charge the bytes only. */
+static void cost_convolution(const hs_device_spec *spec,
+                             const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
+    hs_conv conv;
+    hs_error e;
+    if (in->n_operands != 2 || hs_instruction_conv(in, &conv, &e) != HS_OK)
+        return;
+    const hs_shape *r = &in->operands[1]->shape;
+    double taps = 1;
+    for (int k = 0; k < conv.dims.n_spatial; k++)
+        taps *= (double)r->dims[conv.dims.rhs_spatial[k]];
+    c->flops = 2.0 * (double)hs_shape_elements(&in->shape) * taps *
+               (double)r->dims[conv.dims.rhs_input];
+}
+
 static void cost_reduce(const hs_device_spec *spec, const hs_instruction *in,
                         cost *c)
 {
@@ -248,9 +269,7 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 #define COST_GATHER COSTED(cost_move)
 #define COST_SCATTER COSTED(cost_move)
 #define COST_DOT COSTED(cost_dot)
-/* dot_flops without dot dimensions: 2 per result element, which ignores
- * the window; a real convolution rule comes with its kernel. */
-#define COST_CONVOLUTION COSTED(cost_dot)
+#define COST_CONVOLUTION COSTED(cost_convolution)
 #define COST_REDUCE COSTED(cost_reduce)
 #define COST_REDUCE_WINDOW COSTED(cost_reduce)
 #define COST_SORT NOT_COSTED("sort's comparisons are not modelled")

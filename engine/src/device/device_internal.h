@@ -224,6 +224,8 @@ hs_status dev_k_dynamic_slice(dev_ctx *, const dev_step *, dev_val **,
 hs_status dev_k_dynamic_update_slice(dev_ctx *, const dev_step *, dev_val **,
                                      dev_val **);
 hs_status dev_k_dot(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_convolution(dev_ctx *, const dev_step *, dev_val **,
+                            dev_val **);
 hs_status dev_k_reduce(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_tuple(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_get_tuple_element(dev_ctx *, const dev_step *, dev_val **,

@@ -51,7 +51,7 @@
 #define KERNEL_SCATTER NOT_RUN("scatter has no kernel yet")
 /* compute */
 #define KERNEL_DOT RUN(dev_k_dot)
-#define KERNEL_CONVOLUTION NOT_RUN("convolution has no kernel yet")
+#define KERNEL_CONVOLUTION RUN(dev_k_convolution)
 #define KERNEL_REDUCE RUN(dev_k_reduce)
 #define KERNEL_REDUCE_WINDOW NOT_RUN("reduce-window has no kernel yet")
 #define KERNEL_MAP NOT_RUN("map has no kernel yet")

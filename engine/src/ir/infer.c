@@ -146,8 +146,7 @@ hs_status hs__infer_u32_scalar(const hs_instruction *i, hs_arena *a,
 #define SHAPE_SCATTER WRITTEN("scatter's dimension numbers are kept as text")
 /* compute */
 #define SHAPE_DOT RULE(dot)
-#define SHAPE_CONVOLUTION WRITTEN("convolution's window and dim_labels "  \
-                                  "are kept as text")
+#define SHAPE_CONVOLUTION RULE(convolution)
 #define SHAPE_REDUCE RULE(reduce)
 #define SHAPE_REDUCE_WINDOW WRITTEN("reduce-window's window is kept as "  \
                                     "text")

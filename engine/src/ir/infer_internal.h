@@ -1,8 +1,8 @@
 /*
  * infer_internal.h - what the shape rules share: the rule type, the rules
  * of every family (infer_elementwise.c, infer_data.c, infer_dot.c,
- * infer_control.c), error helpers and element-type predicates. The table
- * that picks a rule per opcode is in infer.c.
+ * infer_conv.c, infer_control.c), error helpers and element-type
+ * predicates. The table that picks a rule per opcode is in infer.c.
  */
 #ifndef HLOSCOPE_IR_INFER_INTERNAL_H
 #define HLOSCOPE_IR_INFER_INTERNAL_H
@@ -112,6 +112,7 @@ HS__RULE(reverse)
 HS__RULE(dynamic_slice)
 HS__RULE(dynamic_update_slice)
 HS__RULE(dot)
+HS__RULE(convolution)
 HS__RULE(reduce)
 HS__RULE(tuple)
 HS__RULE(get_tuple_element)
