@@ -39,6 +39,7 @@
  * the same order every run.
  */
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -419,9 +420,14 @@ hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
     const hs_instruction *in = s->in;
     const dev_val *l = dev_op(s, f, 0), *r = dev_op(s, f, 1);
     if (l->shape->dtype != HS_F32 || r->shape->dtype != HS_F32 ||
-        in->shape.dtype != HS_F32)
-        return dev_unsupported(x, in, "a convolution that is not f32 "
-                                      "(only f32 convolutions run yet)");
+        in->shape.dtype != HS_F32) {
+        char what[128];
+        snprintf(what, sizeof what, "a convolution of %s and %s into %s "
+                 "(only f32 convolutions run yet)",
+                 hs_dtype_name(l->shape->dtype), hs_dtype_name(r->shape->dtype),
+                 hs_dtype_name(in->shape.dtype));
+        return dev_unsupported(x, in, what);
+    }
     hs_conv c;
     if (hs_instruction_conv(in, &c, x->err) != HS_OK)
         return x->err->status;
