@@ -453,6 +453,10 @@ static void layouts_agree_and_runs_repeat(void **state)
          6},
         {{2, 8, 5, 6}, {12, 2, 1, 1}, {2, 12, 5, 6}, "size=1x1", 4},
         {{3, 5, 6, 6}, {7, 5, 1, 1}, {3, 7, 6, 6}, "size=1x1", 1},
+        /* transposed (col2im), strided and reversed, with groups */
+        {{2, 6, 5, 4}, {4, 3, 3, 3}, {2, 4, 11, 4},
+         "size=3x3 stride=1x2 pad=2_2x1_2 lhs_dilate=2x2 rhs_reversal=1x0",
+         2},
     };
     static const char *const labels[] = {
         "bf01_oi01->bf01", "b01f_01io->b01f", "f0b1_1o0i->0fb1",

@@ -414,6 +414,131 @@ static void depthwise_planes(const conv_geom *g, const float *x,
         }
 }
 
+/* Transposed convolutions (lhs_dilate > 1, the input gradient of a
+ * strided convolution): im2col would multiply mostly inserted zeros.
+ * Instead each input element is multiplied by the whole kernel in one
+ * GEMM, Z[(o, tap), i] = sum_c w[c, o, tap] x[c, i] (kernel as
+ * [O, taps, I]), and Z is added into the outputs each (tap, i) reaches
+ * (col2im, as PyTorch's transposed convolution does): the FLOPs of the
+ * undilated input. stab[d][tap * in_sp + i] is the output position, -1
+ * none. x_planar: the input is [c, i] planes (ld x_f), else [i, c] rows
+ * (ld C). */
+static bool conv_scatter(const conv_geom *g, const hs_window *w,
+                         const float *x, bool x_planar, const float *wp,
+                         float *y)
+{
+    int ns = g->ns, last = ns - 1;
+    int64_t Pin = 1;
+    int64_t *stab[HS_MAX_RANK] = {0};
+    bool ok = true;
+    for (int d = 0; d < ns; d++) {
+        const hs_window_dim *wd = &w->dim[d];
+        int64_t K = g->k_sp[d], n = g->in_sp[d];
+        Pin *= n;
+        stab[d] = malloc((size_t)(K * n > 0 ? K * n : 1) * sizeof **stab);
+        if (!stab[d]) {
+            ok = false;
+            continue;
+        }
+        for (int64_t kw = 0; kw < K; kw++) {
+            int64_t k = wd->reversal ? K - 1 - kw : kw;
+            for (int64_t i = 0; i < n; i++) {
+                int64_t at = i * wd->lhs_dilate + wd->pad_lo -
+                             k * wd->rhs_dilate;
+                int64_t o = at >= 0 && at % wd->stride == 0
+                                ? at / wd->stride
+                                : -1;
+                stab[d][kw * n + i] = o < g->out_sp[d] ? o : -1;
+            }
+        }
+    }
+    int64_t rowsz = g->Ot * g->Ksp;
+    int64_t chunk = rowsz > 0 ? PATCH_FLOATS / rowsz : Pin;
+    if (chunk < 1)
+        chunk = 1;
+    if (chunk > Pin)
+        chunk = Pin;
+    float *z = ok ? scratch((size_t)(rowsz * chunk)) : NULL;
+    ok = ok && z;
+    int64_t IW = ns > 0 ? g->in_sp[last] : 1;
+    for (int64_t t = 0; ok && t < g->T; t++)
+        for (int64_t n = 0; n < g->Nout; n++) {
+            const float *xb = x + group_base(g, t, n);
+            float *yb = y + n * g->y_b + t * g->Ot * g->y_f;
+            for (int64_t p0 = 0; p0 < Pin; p0 += chunk) {
+                int64_t p1 = p0 + chunk < Pin ? p0 + chunk : Pin, pc = p1 - p0;
+                if (x_planar)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+                                (int)rowsz, (int)pc, (int)g->Cg, 1.0f,
+                                wp + t * rowsz * g->Cg, (int)g->Cg, xb + p0,
+                                (int)g->x_f, 0.0f, z, (int)pc);
+                else
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                                (int)rowsz, (int)pc, (int)g->Cg, 1.0f,
+                                wp + t * rowsz * g->Cg, (int)g->Cg,
+                                xb + p0 * g->C, (int)g->C, 0.0f, z, (int)pc);
+                /* col2im: runs of the last input dimension at a time */
+                for (int64_t o = 0; o < g->Ot; o++) {
+                    int64_t km[HS_MAX_RANK] = {0};
+                    for (int64_t k = 0; k < g->Ksp;
+                         k++, step(km, g->k_sp, ns)) {
+                        const float *zr = z + (o * g->Ksp + k) * pc;
+                        const int64_t *sl = stab[last] + km[last] * IW;
+                        int64_t im[HS_MAX_RANK];
+                        unravel(p0, g->in_sp, ns, im);
+                        for (int64_t i = p0; i < p1;) {
+                            int64_t off = o * g->y_f;
+                            bool hit = true;
+                            for (int d = 0; d < last; d++) {
+                                int64_t q = stab[d][km[d] * g->in_sp[d] +
+                                                    im[d]];
+                                hit = hit && q >= 0;
+                                off += q * g->y_s[d];
+                            }
+                            int64_t run = IW - im[last];
+                            if (run > p1 - i)
+                                run = p1 - i;
+                            if (hit)
+                                for (int64_t j = 0; j < run; j++) {
+                                    int64_t q = sl[im[last] + j];
+                                    if (q >= 0)
+                                        yb[off + q * g->y_s[last]] +=
+                                            zr[i - p0 + j];
+                                }
+                            i += run;
+                            im[last] += run - 1;
+                            step(im, g->in_sp, ns);
+                        }
+                    }
+                }
+            }
+        }
+    free(z);
+    for (int d = 0; d < ns; d++)
+        free(stab[d]);
+    return ok;
+}
+
+/* Kernel in [O, taps..., I] order for conv_scatter. */
+static bool kernel_otaps_i(const dev_val *r, const hs_conv_dims *d,
+                           kernel_view *kv)
+{
+    const hs_shape *s = r->shape;
+    int64_t perm[HS_MAX_RANK];
+    int n = 0;
+    perm[n++] = d->rhs_output;
+    for (int k = 0; k < d->n_spatial; k++)
+        perm[n++] = d->rhs_spatial[k];
+    perm[n++] = d->rhs_input;
+    kv->w = r->block->data;
+    kv->owned = scratch((size_t)hs_shape_elements(s));
+    if (!kv->owned)
+        return false;
+    dev_transpose(kv->owned, r->block->data, s->dims, s->rank, perm, 4);
+    kv->w = kv->owned;
+    return true;
+}
+
 hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
                             dev_val **out)
 {
@@ -490,7 +615,21 @@ hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
     bool direct = window_trivial(&c.window);
     kernel_view kv = {0};
     float *canon = NULL;
-    if (ok && planes_in_place) {
+    bool dilated_input = false;
+    for (int k = 0; k < g.ns; k++)
+        dilated_input = dilated_input || c.window.dim[k].lhs_dilate > 1;
+    bool x_planar = in_order(lst, d->lhs_spatial, g.in_sp, g.ns, 1) &&
+                    g.x_f >= hs_shape_elements(ls) / (g.N * g.C > 0
+                                                          ? g.N * g.C
+                                                          : 1);
+    bool x_rows = g.x_f == 1 &&
+                  in_order(lst, d->lhs_spatial, g.in_sp, g.ns, g.C);
+    if (ok && dilated_input && g.ns > 0 && (x_planar || x_rows) &&
+        !(depthwise && (planes_in_place || g.x_f == 1))) {
+        memset(y, 0, (size_t)total * sizeof *y);
+        ok = kernel_otaps_i(r, d, &kv) &&
+             conv_scatter(&g, &c.window, xd, x_planar, kv.w, y);
+    } else if (ok && planes_in_place) {
         ok = kernel_as(r, d, false, &kv);
         if (ok && depthwise) {
             depthwise_planes(&g, xd, kv.w, y);
