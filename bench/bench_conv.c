@@ -5,7 +5,7 @@
  * both gradients, the convolutions autodiff's VJP emits against
  * torch.autograd.grad. Median of `iters` after two warm-up runs.
  *
- *     build/bench/bench_conv [iters] [threads] [batch]
+ *     build/bench/bench_conv [iters] [threads] [batch] [layer filter]
  *
  * Needs /usr/bin/python3 with torch; without it the PyTorch columns say
  * "n/a". */
@@ -155,8 +155,10 @@ int main(int argc, char **argv)
     int threads = argc > 2 ? atoi(argv[2])
                            : (int)sysconf(_SC_NPROCESSORS_ONLN);
     int n = argc > 3 ? atoi(argv[3]) : 8;
+    const char *only = argc > 4 ? argv[4] : NULL;
     if (iters < 1 || threads < 1 || n < 1) {
-        fprintf(stderr, "usage: bench_conv [iters] [threads] [batch]\n");
+        fprintf(stderr, "usage: bench_conv [iters] [threads] [batch] "
+                        "[layer filter]\n");
         return 2;
     }
     openblas_set_num_threads(threads);
@@ -175,6 +177,8 @@ int main(int argc, char **argv)
     bool torch_ok = true;
     for (size_t k = 0; k < sizeof layers / sizeof layers[0]; k++) {
         const layer *l = &layers[k];
+        if (only && !strstr(l->name, only))
+            continue;
         hs_module *f = forward(l, n), *b = backward(f);
         const hs_computation *c = f->entry;
         hs_tensor *args[3] = {

@@ -176,11 +176,12 @@ static void patches_rows(const conv_geom *g, const float *x, int64_t t,
     }
 }
 
-/* Channels-first patches of batch element n: rows c * Ksp + tap, columns
- * output positions [p0, p1). off (p1 - p0 entries) is scratch. */
+/* Channels-first patches of batch element n: rows c * Ksp + tap (ld
+ * floats apart), columns output positions [p0, p1). off (p1 - p0
+ * entries) is scratch. */
 static void patches_cols(const conv_geom *g, const float *x, int64_t t,
                          int64_t n, int64_t p0, int64_t p1, float *pm,
-                         int64_t *off)
+                         int64_t ld, int64_t *off)
 {
     int64_t pc = p1 - p0;
     const float *base = x + group_base(g, t, n);
@@ -190,7 +191,7 @@ static void patches_cols(const conv_geom *g, const float *x, int64_t t,
         for (int64_t p = 0; p < pc; p++, step(om, g->out_sp, g->ns))
             off[p] = tap_offset(g, om, km);
         for (int64_t c = 0; c < g->Cg; c++) {
-            float *dst = pm + (c * g->Ksp + k) * pc;
+            float *dst = pm + (c * g->Ksp + k) * ld;
             const float *src = base + c * g->x_f;
             for (int64_t p = 0; p < pc; p++)
                 dst[p] = off[p] < 0 ? 0.0f : src[off[p]];
@@ -311,8 +312,8 @@ static bool conv_planes(const conv_geom *g, const float *x, const float *w,
     int64_t chunk = KK > 0 ? PATCH_FLOATS / KK : g->P;
     if (chunk < 1)
         chunk = 1;
-    if (chunk > g->P)
-        chunk = g->P;
+    if (chunk > g->P * g->Nout)
+        chunk = g->P * g->Nout;
     float *pm = direct ? NULL : scratch((size_t)(chunk * KK));
     int64_t *off = direct ? NULL : malloc((size_t)chunk * sizeof *off);
     if (!direct && (!pm || !off)) {
@@ -320,7 +321,27 @@ static bool conv_planes(const conv_geom *g, const float *x, const float *w,
         free(off);
         return false;
     }
-    for (int64_t t = 0; t < g->T; t++) {
+    /* Few output positions per batch element (a kernel gradient's
+     * output is the kernel: 3x3 positions) make thin GEMMs; when the
+     * batch's planes are adjacent (fb01) the columns take several batch
+     * elements at once. */
+    int64_t nb = g->P > 0 ? chunk / g->P : 0;
+    bool batched = !direct && g->y_b == g->P && g->Nout > 1 && nb > 1;
+    for (int64_t t = 0; batched && t < g->T; t++) {
+        const float *wt = w + t * g->Ot * KK;
+        for (int64_t n0 = 0; n0 < g->Nout; n0 += nb) {
+            int64_t n1 = n0 + nb < g->Nout ? n0 + nb : g->Nout;
+            int64_t cols = (n1 - n0) * g->P;
+            for (int64_t n = n0; n < n1; n++)
+                patches_cols(g, x, t, n, 0, g->P, pm + (n - n0) * g->P, cols,
+                             off);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+                        (int)g->Ot, (int)cols, (int)KK, 1.0f, wt, (int)KK, pm,
+                        (int)cols, 0.0f, y + n0 * g->P + t * g->Ot * g->y_f,
+                        (int)g->y_f);
+        }
+    }
+    for (int64_t t = 0; !batched && t < g->T; t++) {
         const float *wt = w + t * g->Ot * KK;
         for (int64_t n = 0; n < g->Nout; n++) {
             float *yt = y + n * g->y_b + t * g->Ot * g->y_f;
@@ -334,7 +355,7 @@ static bool conv_planes(const conv_geom *g, const float *x, const float *w,
             }
             for (int64_t p0 = 0; p0 < g->P; p0 += chunk) {
                 int64_t p1 = p0 + chunk < g->P ? p0 + chunk : g->P;
-                patches_cols(g, x, t, n, p0, p1, pm, off);
+                patches_cols(g, x, t, n, p0, p1, pm, p1 - p0, off);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
                             (int)g->Ot, (int)(p1 - p0), (int)KK, 1.0f, wt,
                             (int)KK, pm, (int)(p1 - p0), 0.0f, yt + p0,
