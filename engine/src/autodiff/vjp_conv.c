@@ -132,6 +132,32 @@ static hs_instruction *axis_into(hs_builder *b, hs_instruction *x, int src,
     return hs_b_reshape(b, hs__ad_transpose(b, x, perm), m, dims);
 }
 
+/* What both gradients read of forward spatial dimension s: the extents
+ * of the input and the output, and of the dilated window. */
+typedef struct extents {
+    int64_t in, out, window;
+} extents;
+
+static extents extents_of(const hs_conv *c, const hs_instruction *lhs,
+                          const hs_instruction *gy, int s)
+{
+    const hs_conv_dims *d = &c->dims;
+    const hs_window_dim *w = &c->window.dim[s];
+    return (extents){lhs->shape.dims[d->lhs_spatial[s]],
+                     gy->shape.dims[d->out_spatial[s]],
+                     dilated(w->size, w->rhs_dilate)};
+}
+
+/* A gradient convolution with c's spatial rank, its fields to fill. */
+static hs_conv gradient_of(const hs_conv *c)
+{
+    hs_conv t;
+    memset(&t, 0, sizeof t);
+    t.dims.n_spatial = c->dims.n_spatial;
+    t.window.rank = c->dims.n_spatial;
+    return t;
+}
+
 static hs_instruction *grad_input(hs_builder *b, const hs_conv *c,
                                   hs_instruction *gy, hs_instruction *lhs,
                                   hs_instruction *rhs)
@@ -144,35 +170,30 @@ static hs_instruction *grad_input(hs_builder *b, const hs_conv *c,
         k = axis_out_of(b, k, (int)d->rhs_output, groups);
         k = axis_into(b, k, (int)d->rhs_output, (int)d->rhs_input);
     }
-    hs_conv t;
-    memset(&t, 0, sizeof t);
+    hs_conv t = gradient_of(c);
     t.feature_groups = groups;
     t.batch_groups = 1;
-    t.dims.n_spatial = d->n_spatial;
     t.dims.lhs_batch = d->out_batch;
     t.dims.lhs_feature = d->out_feature;
     t.dims.rhs_input = d->rhs_output;
     t.dims.rhs_output = d->rhs_input;
     t.dims.out_batch = d->lhs_batch;
     t.dims.out_feature = d->lhs_feature;
-    t.window.rank = d->n_spatial;
     for (int s = 0; s < d->n_spatial; s++) {
         const hs_window_dim *w = &c->window.dim[s];
         hs_window_dim *tw = &t.window.dim[s];
+        extents e = extents_of(c, lhs, gy, s);
         t.dims.lhs_spatial[s] = d->out_spatial[s];
         t.dims.rhs_spatial[s] = d->rhs_spatial[s];
         t.dims.out_spatial[s] = d->lhs_spatial[s];
-        int64_t in = lhs->shape.dims[d->lhs_spatial[s]];
-        int64_t out = gy->shape.dims[d->out_spatial[s]];
-        int64_t kd = dilated(w->size, w->rhs_dilate);
         tw->size = w->size;
         tw->stride = w->lhs_dilate;
         tw->lhs_dilate = w->stride;
         tw->rhs_dilate = w->rhs_dilate;
         tw->reversal = !w->reversal;
-        tw->pad_lo = kd - 1 - w->pad_lo;
-        tw->pad_hi = dilated(in, w->lhs_dilate) + kd - 1 -
-                     dilated(out, w->stride) - tw->pad_lo;
+        tw->pad_lo = e.window - 1 - w->pad_lo;
+        tw->pad_hi = dilated(e.in, w->lhs_dilate) + e.window - 1 -
+                     dilated(e.out, w->stride) - tw->pad_lo;
     }
     hs_instruction *g = emit_conv(b, gy, k, &t);
     if (c->batch_groups > 1) {
@@ -189,38 +210,33 @@ static hs_instruction *grad_kernel(hs_builder *b, const hs_conv *c,
     const hs_conv_dims *d = &c->dims;
     if (hs_shape_elements(&gy->shape) == 0)
         return hs__ad_zeros(b, &rhs->shape);
-    hs_conv t;
-    memset(&t, 0, sizeof t);
+    hs_conv t = gradient_of(c);
     /* The groups trade places: a grouped convolution's kernel gradient
      * has batch groups (each group's features are its batch) and back. */
     t.feature_groups = c->batch_groups;
     t.batch_groups = c->feature_groups;
-    t.dims.n_spatial = d->n_spatial;
     t.dims.lhs_batch = d->lhs_feature;
     t.dims.lhs_feature = d->lhs_batch;
     t.dims.rhs_input = d->out_batch;
     t.dims.rhs_output = d->out_feature;
     t.dims.out_batch = d->rhs_input;
     t.dims.out_feature = d->rhs_output;
-    t.window.rank = d->n_spatial;
     int64_t rev[HS_MAX_RANK];
     int n_rev = 0;
     for (int s = 0; s < d->n_spatial; s++) {
         const hs_window_dim *w = &c->window.dim[s];
         hs_window_dim *tw = &t.window.dim[s];
+        extents e = extents_of(c, lhs, gy, s);
         t.dims.lhs_spatial[s] = d->lhs_spatial[s];
         t.dims.rhs_spatial[s] = d->out_spatial[s];
         t.dims.out_spatial[s] = d->rhs_spatial[s];
-        int64_t in = lhs->shape.dims[d->lhs_spatial[s]];
-        int64_t out = gy->shape.dims[d->out_spatial[s]];
-        int64_t kd = dilated(w->size, w->rhs_dilate);
-        tw->size = out;
+        tw->size = e.out;
         tw->stride = w->rhs_dilate;
         tw->lhs_dilate = w->lhs_dilate;
         tw->rhs_dilate = w->stride;
         tw->pad_lo = w->pad_lo;
-        tw->pad_hi = dilated(out, w->stride) - dilated(in, w->lhs_dilate) +
-                     kd - w->pad_lo - 1;
+        tw->pad_hi = dilated(e.out, w->stride) -
+                     dilated(e.in, w->lhs_dilate) + e.window - w->pad_lo - 1;
         if (w->reversal)
             rev[n_rev++] = d->rhs_spatial[s];
     }

@@ -224,37 +224,25 @@ static bool window_trivial(const hs_window *w)
     return true;
 }
 
-/* The kernel as a strided matrix: data, leading dimension, and the
- * packed copy when one was needed (freed by the caller). */
+/* The kernel's data in the order a path reads it, and the packed copy
+ * when one was needed (freed by the caller). */
 typedef struct kernel_view {
     const float *w;
     float *owned;
 } kernel_view;
 
-/* Kernel in [taps..., I, O] (channels last) or [O, I, taps...] (channels
- * first) order, packed when the operand is not already so. */
-static bool kernel_as(const dev_val *r, const hs_conv_dims *d, bool last,
-                      kernel_view *kv)
+/* The kernel with its dimensions in the order perm[0..rank): read in
+ * place when it already is, else packed. */
+static bool kernel_in(const dev_val *r, const int64_t *perm, kernel_view *kv)
 {
     const hs_shape *s = r->shape;
-    int64_t st[HS_MAX_RANK], perm[HS_MAX_RANK], size[HS_MAX_RANK];
+    int64_t st[HS_MAX_RANK], size[HS_MAX_RANK];
     dev_row_major_strides(s->dims, s->rank, st);
-    int n = 0;
-    if (!last) {
-        perm[n++] = d->rhs_output;
-        perm[n++] = d->rhs_input;
-    }
-    for (int k = 0; k < d->n_spatial; k++)
-        perm[n++] = d->rhs_spatial[k];
-    if (last) {
-        perm[n++] = d->rhs_input;
-        perm[n++] = d->rhs_output;
-    }
-    for (int k = 0; k < n; k++)
+    for (int k = 0; k < s->rank; k++)
         size[k] = s->dims[perm[k]];
     kv->w = r->block->data;
     kv->owned = NULL;
-    if (in_order(st, perm, size, n, 1))
+    if (in_order(st, perm, size, s->rank, 1))
         return true;
     kv->owned = scratch((size_t)hs_shape_elements(s));
     if (!kv->owned)
@@ -262,6 +250,27 @@ static bool kernel_as(const dev_val *r, const hs_conv_dims *d, bool last,
     dev_transpose(kv->owned, r->block->data, s->dims, s->rank, perm, 4);
     kv->w = kv->owned;
     return true;
+}
+
+/* The kernel dimensions in the order a path reads them. */
+enum kernel_order { TAPS_I_O, O_I_TAPS, O_TAPS_I };
+
+static bool kernel_as(const dev_val *r, const hs_conv_dims *d,
+                      enum kernel_order order, kernel_view *kv)
+{
+    int64_t perm[HS_MAX_RANK];
+    int n = 0;
+    if (order != TAPS_I_O)
+        perm[n++] = d->rhs_output;
+    if (order == O_I_TAPS)
+        perm[n++] = d->rhs_input;
+    for (int k = 0; k < d->n_spatial; k++)
+        perm[n++] = d->rhs_spatial[k];
+    if (order != O_I_TAPS)
+        perm[n++] = d->rhs_input;
+    if (order == TAPS_I_O)
+        perm[n++] = d->rhs_output;
+    return kernel_in(r, perm, kv);
 }
 
 /* Channels last into y with rows of y_row floats (O, or the canonical
@@ -540,26 +549,6 @@ static bool conv_scatter(const conv_geom *g, const hs_window *w,
     return ok;
 }
 
-/* Kernel in [O, taps..., I] order for conv_scatter. */
-static bool kernel_otaps_i(const dev_val *r, const hs_conv_dims *d,
-                           kernel_view *kv)
-{
-    const hs_shape *s = r->shape;
-    int64_t perm[HS_MAX_RANK];
-    int n = 0;
-    perm[n++] = d->rhs_output;
-    for (int k = 0; k < d->n_spatial; k++)
-        perm[n++] = d->rhs_spatial[k];
-    perm[n++] = d->rhs_input;
-    kv->w = r->block->data;
-    kv->owned = scratch((size_t)hs_shape_elements(s));
-    if (!kv->owned)
-        return false;
-    dev_transpose(kv->owned, r->block->data, s->dims, s->rank, perm, 4);
-    kv->w = kv->owned;
-    return true;
-}
-
 hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
                             dev_val **out)
 {
@@ -648,10 +637,10 @@ hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
     if (ok && dilated_input && g.ns > 0 && (x_planar || x_rows) &&
         !(depthwise && (planes_in_place || g.x_f == 1))) {
         memset(y, 0, (size_t)total * sizeof *y);
-        ok = kernel_otaps_i(r, d, &kv) &&
+        ok = kernel_as(r, d, O_TAPS_I, &kv) &&
              conv_scatter(&g, &c.window, xd, x_planar, kv.w, y);
     } else if (ok && planes_in_place) {
-        ok = kernel_as(r, d, false, &kv);
+        ok = kernel_as(r, d, O_I_TAPS, &kv);
         if (ok && depthwise) {
             depthwise_planes(&g, xd, kv.w, y);
         } else if (ok) {
@@ -660,7 +649,7 @@ hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
             ok = conv_planes(&g, xd, kv.w, y, dir);
         }
     } else if (ok) {
-        ok = kernel_as(r, d, true, &kv);
+        ok = kernel_as(r, d, TAPS_I_O, &kv);
         float *yc = y;
         conv_geom gc = g;
         if (ok && !rows_in_place) {
