@@ -176,6 +176,59 @@ static void patches_rows(const conv_geom *g, const float *x, int64_t t,
     }
 }
 
+/* patches_cols over whole output planes, a row of the last output
+ * dimension at a time: the outer dimensions' offset once per row, and the
+ * row itself one memcpy between zeroed edges where the last dimension
+ * has unit stride and no dilation of the input (im2col as Caffe and
+ * PyTorch write it). */
+static void patches_planes(const conv_geom *g, const float *x, int64_t t,
+                           int64_t n, float *pm, int64_t ld)
+{
+    int ns = g->ns, last = ns - 1;
+    int64_t OW = g->out_sp[last], rows = OW ? g->P / OW : 0;
+    int64_t xs = g->x_s[last];
+    const float *base = x + group_base(g, t, n);
+    int64_t km[HS_MAX_RANK] = {0};
+    for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, ns)) {
+        const int64_t *tl = g->tab[last] + km[last] * OW;
+        /* The valid run [lo, hi) of the row and whether it is contiguous
+         * in the input. */
+        int64_t lo = 0, hi = OW;
+        while (lo < OW && tl[lo] < 0)
+            lo++;
+        while (hi > lo && tl[hi - 1] < 0)
+            hi--;
+        bool run = xs == 1;
+        for (int64_t o = lo; run && o < hi; o++)
+            run = tl[o] == tl[lo] + (o - lo);
+        int64_t om[HS_MAX_RANK] = {0};
+        for (int64_t r = 0; r < rows; r++, step(om, g->out_sp, last)) {
+            int64_t oo = 0;
+            bool ok = true;
+            for (int d = 0; d < last && ok; d++) {
+                int64_t i = g->tab[d][km[d] * g->out_sp[d] + om[d]];
+                ok = i >= 0;
+                oo += i * g->x_s[d];
+            }
+            for (int64_t c = 0; c < g->Cg; c++) {
+                float *dst = pm + (c * g->Ksp + k) * ld + r * OW;
+                const float *src = base + c * g->x_f + oo;
+                if (!ok || lo >= hi) {
+                    memset(dst, 0, (size_t)OW * sizeof *dst);
+                } else if (run) {
+                    memset(dst, 0, (size_t)lo * sizeof *dst);
+                    memcpy(dst + lo, src + tl[lo],
+                           (size_t)(hi - lo) * sizeof *dst);
+                    memset(dst + hi, 0, (size_t)(OW - hi) * sizeof *dst);
+                } else {
+                    for (int64_t o = 0; o < OW; o++)
+                        dst[o] = tl[o] < 0 ? 0.0f : src[tl[o] * xs];
+                }
+            }
+        }
+    }
+}
+
 /* Channels-first patches of batch element n: rows c * Ksp + tap (ld
  * floats apart), columns output positions [p0, p1). off (p1 - p0
  * entries) is scratch. */
@@ -183,6 +236,10 @@ static void patches_cols(const conv_geom *g, const float *x, int64_t t,
                          int64_t n, int64_t p0, int64_t p1, float *pm,
                          int64_t ld, int64_t *off)
 {
+    if (p0 == 0 && p1 == g->P && g->ns > 0) {
+        patches_planes(g, x, t, n, pm, ld);
+        return;
+    }
     int64_t pc = p1 - p0;
     const float *base = x + group_base(g, t, n);
     int64_t km[HS_MAX_RANK] = {0}, om[HS_MAX_RANK];
