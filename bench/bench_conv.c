@@ -5,12 +5,17 @@
  * both gradients, the convolutions autodiff's VJP emits against
  * torch.autograd.grad. Median of `iters` after two warm-up runs.
  *
- *     build/bench/bench_conv [iters] [threads] [batch] [layer filter]
+ *     build/bench/bench_conv [iters] [threads] [batch] [layer filter|all]
+ *                            [wall|cpu]
  *
- * Needs /usr/bin/python3 with torch; without it the PyTorch columns say
+ * The clock: wall time (default), or the process's CPU time (`cpu`), which
+ * on a shared, overloaded machine measures the work each side does rather
+ * than its share of the cores; with one thread it is what wall time would
+ * be on an idle machine. Needs /usr/bin/python3 with torch; without it the PyTorch columns say
  * "n/a". */
 #include <cblas.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -118,6 +123,15 @@ static hs_tensor *random_tensor(const hs_shape *s, unsigned seed)
     return t;
 }
 
+static bool cpu_clock;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(cpu_clock ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static double median_run(const hs_module *m, const hs_device_spec *spec,
                          hs_tensor **args, int n_args, int iters)
 {
@@ -127,12 +141,12 @@ static double median_run(const hs_module *m, const hs_device_spec *spec,
         int n_outs = 0;
         hs_run_stats st;
         hs_error e;
-        int64_t t0 = hs_now_ns();
+        double t0 = now_seconds();
         if (hs_device_run(m, spec, args, n_args, &outs, &n_outs, &st, &e) !=
             HS_OK)
             die("run", &e);
         if (r >= 0)
-            t[r] = (double)(hs_now_ns() - t0) * 1e-9;
+            t[r] = now_seconds() - t0;
         hs_tensors_free(outs, n_outs);
     }
     qsort(t, (size_t)iters, sizeof *t, cmp_double);
@@ -155,10 +169,11 @@ int main(int argc, char **argv)
     int threads = argc > 2 ? atoi(argv[2])
                            : (int)sysconf(_SC_NPROCESSORS_ONLN);
     int n = argc > 3 ? atoi(argv[3]) : 8;
-    const char *only = argc > 4 ? argv[4] : NULL;
+    const char *only = argc > 4 && strcmp(argv[4], "all") ? argv[4] : NULL;
+    cpu_clock = argc > 5 && strcmp(argv[5], "cpu") == 0;
     if (iters < 1 || threads < 1 || n < 1) {
         fprintf(stderr, "usage: bench_conv [iters] [threads] [batch] "
-                        "[layer filter]\n");
+                        "[layer filter|all] [wall|cpu]\n");
         return 2;
     }
     openblas_set_num_threads(threads);
@@ -169,8 +184,8 @@ int main(int argc, char **argv)
         if (!spec || p[k].hbm_bytes > spec->hbm_bytes)
             spec = &p[k];
     printf("# convolution, NCHW, batch %d, median of %d, %d threads "
-           "(hloscope: OpenBLAS; PyTorch eager: torch.set_num_threads)\n",
-           n, iters, threads);
+           "(hloscope: OpenBLAS; PyTorch eager: torch.set_num_threads), "
+           "%s time\n", n, iters, threads, cpu_clock ? "CPU" : "wall");
     printf("%-30s %9s %9s %7s %9s %9s %7s\n", "layer", "fwd ms", "torch ms",
            "ratio", "bwd ms", "torch ms", "ratio");
     double sum[4] = {0, 0, 0, 0};
@@ -191,9 +206,10 @@ int main(int argc, char **argv)
         char cmd[1024];
         snprintf(cmd, sizeof cmd,
                  "/usr/bin/python3 %s/bench/bench_conv_torch.py %d %d %d %d "
-                 "%d %d %d %d %d %d %d 2>/dev/null",
+                 "%d %d %d %d %d %d %d %s 2>/dev/null",
                  HS_SOURCE_DIR, n, l->c, l->hw, l->hw, l->o, l->k, l->stride,
-                 l->pad, l->groups, threads, iters);
+                 l->pad, l->groups, threads, iters,
+                 cpu_clock ? "cpu" : "wall");
         FILE *pp = popen(cmd, "r");
         if (!pp || fscanf(pp, "%lf %lf", &tf, &tb) != 2)
             tf = tb = 0, torch_ok = false;

@@ -229,6 +229,59 @@ static void patches_planes(const conv_geom *g, const float *x, int64_t t,
     }
 }
 
+/* The patches of patches_cols transposed: row p of P, column c * Ksp +
+ * tap, KK = Cg * Ksp floats per row, a run of the last window dimension
+ * at a time. For windows longer than the output's last dimension (a
+ * kernel gradient: the window is the forward output, the output the
+ * forward kernel's 3x3), where patches_cols would copy rows of 3. */
+static void patches_taps(const conv_geom *g, const float *x, int64_t t,
+                         int64_t n, float *pt)
+{
+    int ns = g->ns, last = ns - 1;
+    int64_t K = g->k_sp[last], OW = g->out_sp[last], xs = g->x_s[last];
+    int64_t KK = g->Ksp * g->Cg, krows = K ? g->Ksp / K : 0;
+    const float *base = x + group_base(g, t, n);
+    int64_t om[HS_MAX_RANK] = {0};
+    for (int64_t p = 0; p < g->P; p++, step(om, g->out_sp, ns)) {
+        const int64_t *tl = g->tab[last] + om[last];
+#define TAP(k) tl[(k) * OW]
+        int64_t lo = 0, hi = K;
+        while (lo < K && TAP(lo) < 0)
+            lo++;
+        while (hi > lo && TAP(hi - 1) < 0)
+            hi--;
+        bool run = xs == 1;
+        for (int64_t k = lo; run && k < hi; k++)
+            run = TAP(k) == TAP(lo) + (k - lo);
+        int64_t kmo[HS_MAX_RANK] = {0};
+        for (int64_t kr = 0; kr < krows; kr++, step(kmo, g->k_sp, last)) {
+            int64_t oo = 0;
+            bool ok = true;
+            for (int d = 0; d < last && ok; d++) {
+                int64_t i = g->tab[d][kmo[d] * g->out_sp[d] + om[d]];
+                ok = i >= 0;
+                oo += i * g->x_s[d];
+            }
+            for (int64_t c = 0; c < g->Cg; c++) {
+                float *dst = pt + p * KK + c * g->Ksp + kr * K;
+                const float *src = base + c * g->x_f + oo;
+                if (!ok || lo >= hi) {
+                    memset(dst, 0, (size_t)K * sizeof *dst);
+                } else if (run) {
+                    memset(dst, 0, (size_t)lo * sizeof *dst);
+                    memcpy(dst + lo, src + TAP(lo),
+                           (size_t)(hi - lo) * sizeof *dst);
+                    memset(dst + hi, 0, (size_t)(K - hi) * sizeof *dst);
+                } else {
+                    for (int64_t k = 0; k < K; k++)
+                        dst[k] = TAP(k) < 0 ? 0.0f : src[TAP(k) * xs];
+                }
+            }
+        }
+#undef TAP
+    }
+}
+
 /* Channels-first patches of batch element n: rows c * Ksp + tap (ld
  * floats apart), columns output positions [p0, p1). off (p1 - p0
  * entries) is scratch. */
@@ -393,18 +446,25 @@ static bool conv_planes(const conv_geom *g, const float *x, const float *w,
      * elements at once. */
     int64_t nb = g->P > 0 ? chunk / g->P : 0;
     bool batched = !direct && g->y_b == g->P && g->Nout > 1 && nb > 1;
+    /* Windows longer than the output rows: patches by window runs. */
+    bool by_taps = !direct && nb >= 1 && g->ns > 0 &&
+                   g->k_sp[g->ns - 1] > g->out_sp[g->ns - 1];
     for (int64_t t = 0; batched && t < g->T; t++) {
         const float *wt = w + t * g->Ot * KK;
         for (int64_t n0 = 0; n0 < g->Nout; n0 += nb) {
             int64_t n1 = n0 + nb < g->Nout ? n0 + nb : g->Nout;
             int64_t cols = (n1 - n0) * g->P;
             for (int64_t n = n0; n < n1; n++)
-                patches_cols(g, x, t, n, 0, g->P, pm + (n - n0) * g->P, cols,
-                             off);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-                        (int)g->Ot, (int)cols, (int)KK, 1.0f, wt, (int)KK, pm,
-                        (int)cols, 0.0f, y + n0 * g->P + t * g->Ot * g->y_f,
-                        (int)g->y_f);
+                if (by_taps)
+                    patches_taps(g, x, t, n, pm + (n - n0) * g->P * KK);
+                else
+                    patches_cols(g, x, t, n, 0, g->P, pm + (n - n0) * g->P,
+                                 cols, off);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans,
+                        by_taps ? CblasTrans : CblasNoTrans, (int)g->Ot,
+                        (int)cols, (int)KK, 1.0f, wt, (int)KK, pm,
+                        (int)(by_taps ? KK : cols), 0.0f,
+                        y + n0 * g->P + t * g->Ot * g->y_f, (int)g->y_f);
         }
     }
     for (int64_t t = 0; !batched && t < g->T; t++) {
@@ -417,6 +477,13 @@ static bool conv_planes(const conv_geom *g, const float *x, const float *w,
                             (int)g->Ot, (int)g->P, (int)KK, 1.0f, wt,
                             (int)KK, x + group_base(g, t, n), (int)g->x_f,
                             0.0f, yt, (int)g->y_f);
+                continue;
+            }
+            if (by_taps) {
+                patches_taps(g, x, t, n, pm);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+                            (int)g->Ot, (int)g->P, (int)KK, 1.0f, wt,
+                            (int)KK, pm, (int)KK, 0.0f, yt, (int)g->y_f);
                 continue;
             }
             for (int64_t p0 = 0; p0 < g->P; p0 += chunk) {
