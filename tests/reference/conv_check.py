@@ -101,6 +101,8 @@ CASES = [
          labels="b01f_01io->b01f"),
     case("nhwc_depthwise", 2, 16, 16, (13, 13), (3, 3), None,
          [(1, 1)] * 2, fgc=16, labels="b01f_01io->b01f"),
+    case("nhwc_depthwise_multiplier_3", 2, 4, 12, (9, 10), (3, 3), (2, 1),
+         [(1, 1)] * 2, fgc=4, labels="b01f_01io->b01f"),
     case("nhwc_1x1", 3, 16, 8, (6, 5), (1, 1), labels="b01f_01io->b01f"),
     case("odd_labels", 2, 6, 10, (9, 11), (3, 2), (1, 2), [(1, 0), (0, 1)],
          labels="f0b1_1o0i->0fb1"),
