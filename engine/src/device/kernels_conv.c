@@ -282,6 +282,88 @@ static void patches_taps(const conv_geom *g, const float *x, int64_t t,
     }
 }
 
+/* The sum of a[i] * b[i] over n floats: eight float lanes (vectorised,
+ * a fixed order) added in double. */
+static double dot_run(const float *a, const float *b, int64_t n)
+{
+    float lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            lane[j] += a[i + j] * b[i + j];
+    double s = 0;
+    for (int j = 0; j < 8; j++)
+        s += lane[j];
+    for (; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
+
+/* Outputs with few features and a window longer than their rows (the
+ * kernel gradient of a depthwise convolution: one output feature per
+ * batch group, 3x3 positions, a window the size of the forward output):
+ * each output is one long dot product of input runs and kernel runs,
+ * computed in place instead of through a patch matrix that would be
+ * written and read once for a GEMM of one row. Kernel as [O, I, taps]. */
+static void conv_dots(const conv_geom *g, const float *x, const float *w,
+                      float *y)
+{
+    int ns = g->ns, last = ns - 1;
+    int64_t K = g->k_sp[last], OW = g->out_sp[last], xs = g->x_s[last];
+    int64_t krows = K ? g->Ksp / K : 0;
+    for (int64_t t = 0; t < g->T; t++)
+        for (int64_t n = 0; n < g->Nout; n++) {
+            const float *base = x + group_base(g, t, n);
+            int64_t om[HS_MAX_RANK] = {0};
+            for (int64_t p = 0; p < g->P; p++, step(om, g->out_sp, ns)) {
+                const int64_t *tl = g->tab[last] + om[last];
+                int64_t off_y = n * g->y_b;
+                for (int d = 0; d < ns; d++)
+                    off_y += om[d] * g->y_s[d];
+                for (int64_t o = 0; o < g->Ot; o++) {
+                    const float *wo = w + (t * g->Ot + o) * g->Cg * g->Ksp;
+                    double acc = 0;
+                    int64_t kmo[HS_MAX_RANK] = {0};
+                    for (int64_t kr = 0; kr < krows;
+                         kr++, step(kmo, g->k_sp, last)) {
+                        int64_t oo = 0;
+                        bool ok = true;
+                        for (int d = 0; d < last && ok; d++) {
+                            int64_t i =
+                                g->tab[d][kmo[d] * g->out_sp[d] + om[d]];
+                            ok = i >= 0;
+                            oo += i * g->x_s[d];
+                        }
+                        if (!ok)
+                            continue;
+                        int64_t lo = 0, hi = K;
+                        while (lo < K && tl[lo * OW] < 0)
+                            lo++;
+                        while (hi > lo && tl[(hi - 1) * OW] < 0)
+                            hi--;
+                        bool run = xs == 1;
+                        for (int64_t k = lo; run && k < hi; k++)
+                            run = tl[k * OW] == tl[lo * OW] + (k - lo);
+                        for (int64_t c = 0; c < g->Cg; c++) {
+                            const float *src = base + c * g->x_f + oo;
+                            const float *wr = wo + c * g->Ksp + kr * K;
+                            if (run && lo < hi) {
+                                acc += dot_run(src + tl[lo * OW], wr + lo,
+                                               hi - lo);
+                                continue;
+                            }
+                            for (int64_t k = lo; k < hi; k++)
+                                if (tl[k * OW] >= 0)
+                                    acc += (double)src[tl[k * OW] * xs] *
+                                           wr[k];
+                        }
+                    }
+                    y[off_y + (t * g->Ot + o) * g->y_f] = (float)acc;
+                }
+            }
+        }
+}
+
 /* Channels-first patches of batch element n: rows c * Ksp + tap (ld
  * floats apart), columns output positions [p0, p1). off (p1 - p0
  * entries) is scratch. */
@@ -545,6 +627,19 @@ static void depthwise_planes(const conv_geom *g, const float *x,
             for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, ns)) {
                 float wv = w[o * g->Ksp + k];
                 const int64_t *tl = g->tab[last] + km[last] * OW;
+                /* The row's valid run [lo, hi), and its input positions
+                 * i0 + j * di when they are evenly spaced (no input
+                 * dilation): then a branch-free, vectorised loop. */
+                int64_t lo = 0, hi = OW;
+                while (lo < OW && tl[lo] < 0)
+                    lo++;
+                while (hi > lo && tl[hi - 1] < 0)
+                    hi--;
+                int64_t i0 = lo < hi ? tl[lo] : 0;
+                int64_t di = hi - lo > 1 ? tl[lo + 1] - tl[lo] : 1;
+                bool even = true;
+                for (int64_t j = lo; even && j < hi; j++)
+                    even = tl[j] == i0 + (j - lo) * di;
                 int64_t om[HS_MAX_RANK] = {0};
                 for (int64_t r = 0; r < rows; r++, step(om, g->out_sp, last)) {
                     /* The outer dimensions' offset, once per row. */
@@ -560,9 +655,20 @@ static void depthwise_planes(const conv_geom *g, const float *x,
                     const float *xr = xp + off;
                     float *yr = yp + r * OW;
                     int64_t xs = g->x_s[last];
-                    for (int64_t ow = 0; ow < OW; ow++)
-                        if (tl[ow] >= 0)
-                            yr[ow] += wv * xr[tl[ow] * xs];
+                    if (even && di * xs == 1) {
+                        const float *xa = xr + i0;
+                        float *ya = yr + lo;
+                        VLOOP(hi - lo, ya[i] += wv * xa[i]);
+                    } else if (even) {
+                        const float *xa = xr + i0 * xs;
+                        float *ya = yr + lo;
+                        int64_t st = di * xs;
+                        VLOOP(hi - lo, ya[i] += wv * xa[i * st]);
+                    } else {
+                        for (int64_t ow = lo; ow < hi; ow++)
+                            if (tl[ow] >= 0)
+                                yr[ow] += wv * xr[tl[ow] * xs];
+                    }
                 }
             }
         }
@@ -767,6 +873,9 @@ hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
         ok = kernel_as(r, d, O_I_TAPS, &kv);
         if (ok && depthwise) {
             depthwise_planes(&g, xd, kv.w, y);
+        } else if (ok && g.Ot <= 2 && g.ns > 0 &&
+                   g.k_sp[g.ns - 1] > g.out_sp[g.ns - 1]) {
+            conv_dots(&g, xd, kv.w, y);
         } else if (ok) {
             bool dir = direct && in_order(lst, d->lhs_spatial, g.in_sp, g.ns,
                                           1) && g.x_f >= g.P;
