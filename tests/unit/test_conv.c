@@ -455,6 +455,9 @@ static void layouts_agree_and_runs_repeat(void **state)
         {{3, 5, 6, 6}, {7, 5, 1, 1}, {3, 7, 6, 6}, "size=1x1", 1},
         /* a window longer than the output (a kernel gradient's shape) */
         {{2, 4, 9, 8}, {3, 4, 7, 6}, {2, 3, 3, 3}, "size=7x6", 1},
+        /* ... with two outputs per group: direct dot products */
+        {{2, 4, 9, 8}, {4, 2, 7, 6}, {2, 4, 4, 4}, "size=7x6 pad=1_0x0_1",
+         2},
         /* transposed (col2im), strided and reversed, with groups */
         {{2, 6, 5, 4}, {4, 3, 3, 3}, {2, 4, 11, 4},
          "size=3x3 stride=1x2 pad=2_2x1_2 lhs_dilate=2x2 rhs_reversal=1x0",
