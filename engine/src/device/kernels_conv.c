@@ -744,6 +744,19 @@ static bool conv_scatter(const conv_geom *g, const hs_window *w,
                          k++, step(km, g->k_sp, ns)) {
                         const float *zr = z + (o * g->Ksp + k) * pc;
                         const int64_t *sl = stab[last] + km[last] * IW;
+                        /* The row's valid run [lo, hi); when its outputs
+                         * are evenly spaced (q0 + j * dq), whole rows are
+                         * one branch-free strided loop. */
+                        int64_t lo = 0, hi = IW;
+                        while (lo < IW && sl[lo] < 0)
+                            lo++;
+                        while (hi > lo && sl[hi - 1] < 0)
+                            hi--;
+                        int64_t q0 = lo < hi ? sl[lo] : 0;
+                        int64_t dq = hi - lo > 1 ? sl[lo + 1] - sl[lo] : 1;
+                        bool even = lo < hi;
+                        for (int64_t j = lo; even && j < hi; j++)
+                            even = sl[j] == q0 + (j - lo) * dq;
                         int64_t im[HS_MAX_RANK];
                         unravel(p0, g->in_sp, ns, im);
                         for (int64_t i = p0; i < p1;) {
@@ -758,13 +771,19 @@ static bool conv_scatter(const conv_geom *g, const hs_window *w,
                             int64_t run = IW - im[last];
                             if (run > p1 - i)
                                 run = p1 - i;
-                            if (hit)
+                            if (hit && even && run == IW) {
+                                float *ya = yb + off + q0 * g->y_s[last];
+                                const float *za = zr + (i - p0) + lo;
+                                int64_t st = dq * g->y_s[last];
+                                VLOOP(hi - lo, ya[i * st] += za[i]);
+                            } else if (hit) {
                                 for (int64_t j = 0; j < run; j++) {
                                     int64_t q = sl[im[last] + j];
                                     if (q >= 0)
                                         yb[off + q * g->y_s[last]] +=
                                             zr[i - p0 + j];
                                 }
+                            }
                             i += run;
                             im[last] += run - 1;
                             step(im, g->in_sp, ns);
