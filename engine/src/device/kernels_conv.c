@@ -176,6 +176,48 @@ static void patches_rows(const conv_geom *g, const float *x, int64_t t,
     }
 }
 
+/* The valid run [lo, hi) of n table entries e[j * gap] (an entry >= 0
+ * names an element), and whether the entries of the run are evenly
+ * spaced, first + (j - lo) * step: then a loop over the run needs neither
+ * the table nor a branch. */
+typedef struct table_run {
+    int64_t lo, hi, first, step;
+    bool even;
+} table_run;
+
+static table_run run_of(const int64_t *e, int64_t n, int64_t gap)
+{
+    table_run r = {0, n, 0, 1, false};
+    while (r.lo < n && e[r.lo * gap] < 0)
+        r.lo++;
+    while (r.hi > r.lo && e[(r.hi - 1) * gap] < 0)
+        r.hi--;
+    if (r.lo == r.hi)
+        return r;
+    r.first = e[r.lo * gap];
+    if (r.hi - r.lo > 1)
+        r.step = e[(r.lo + 1) * gap] - r.first;
+    r.even = true;
+    for (int64_t j = r.lo; r.even && j < r.hi; j++)
+        r.even = e[j * gap] == r.first + (j - r.lo) * r.step;
+    return r;
+}
+
+/* The input offset of output position om at tap km along the dimensions
+ * before `last`; false when one of them falls outside the input. */
+static bool outer_offset(const conv_geom *g, const int64_t *om,
+                         const int64_t *km, int last, int64_t *off)
+{
+    *off = 0;
+    for (int d = 0; d < last; d++) {
+        int64_t i = g->tab[d][km[d] * g->out_sp[d] + om[d]];
+        if (i < 0)
+            return false;
+        *off += i * g->x_s[d];
+    }
+    return true;
+}
+
 /* patches_cols over whole output planes, a row of the last output
  * dimension at a time: the outer dimensions' offset once per row, and the
  * row itself one memcpy between zeroed edges where the last dimension
@@ -191,25 +233,14 @@ static void patches_planes(const conv_geom *g, const float *x, int64_t t,
     int64_t km[HS_MAX_RANK] = {0};
     for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, ns)) {
         const int64_t *tl = g->tab[last] + km[last] * OW;
-        /* The valid run [lo, hi) of the row and whether it is contiguous
-         * in the input. */
-        int64_t lo = 0, hi = OW;
-        while (lo < OW && tl[lo] < 0)
-            lo++;
-        while (hi > lo && tl[hi - 1] < 0)
-            hi--;
-        bool run = xs == 1;
-        for (int64_t o = lo; run && o < hi; o++)
-            run = tl[o] == tl[lo] + (o - lo);
+        /* The row's valid run, contiguous in the input or not. */
+        table_run tr = run_of(tl, OW, 1);
+        int64_t lo = tr.lo, hi = tr.hi;
+        bool run = tr.even && tr.step == 1 && xs == 1;
         int64_t om[HS_MAX_RANK] = {0};
         for (int64_t r = 0; r < rows; r++, step(om, g->out_sp, last)) {
-            int64_t oo = 0;
-            bool ok = true;
-            for (int d = 0; d < last && ok; d++) {
-                int64_t i = g->tab[d][km[d] * g->out_sp[d] + om[d]];
-                ok = i >= 0;
-                oo += i * g->x_s[d];
-            }
+            int64_t oo;
+            bool ok = outer_offset(g, om, km, last, &oo);
             for (int64_t c = 0; c < g->Cg; c++) {
                 float *dst = pm + (c * g->Ksp + k) * ld + r * OW;
                 const float *src = base + c * g->x_f + oo;
@@ -245,23 +276,13 @@ static void patches_taps(const conv_geom *g, const float *x, int64_t t,
     for (int64_t p = 0; p < g->P; p++, step(om, g->out_sp, ns)) {
         const int64_t *tl = g->tab[last] + om[last];
 #define TAP(k) tl[(k) * OW]
-        int64_t lo = 0, hi = K;
-        while (lo < K && TAP(lo) < 0)
-            lo++;
-        while (hi > lo && TAP(hi - 1) < 0)
-            hi--;
-        bool run = xs == 1;
-        for (int64_t k = lo; run && k < hi; k++)
-            run = TAP(k) == TAP(lo) + (k - lo);
+        table_run tr = run_of(tl, K, OW);
+        int64_t lo = tr.lo, hi = tr.hi;
+        bool run = tr.even && tr.step == 1 && xs == 1;
         int64_t kmo[HS_MAX_RANK] = {0};
         for (int64_t kr = 0; kr < krows; kr++, step(kmo, g->k_sp, last)) {
-            int64_t oo = 0;
-            bool ok = true;
-            for (int d = 0; d < last && ok; d++) {
-                int64_t i = g->tab[d][kmo[d] * g->out_sp[d] + om[d]];
-                ok = i >= 0;
-                oo += i * g->x_s[d];
-            }
+            int64_t oo;
+            bool ok = outer_offset(g, om, kmo, last, &oo);
             for (int64_t c = 0; c < g->Cg; c++) {
                 float *dst = pt + p * KK + c * g->Ksp + kr * K;
                 const float *src = base + c * g->x_f + oo;
@@ -326,24 +347,12 @@ static void conv_dots(const conv_geom *g, const float *x, const float *w,
                     int64_t kmo[HS_MAX_RANK] = {0};
                     for (int64_t kr = 0; kr < krows;
                          kr++, step(kmo, g->k_sp, last)) {
-                        int64_t oo = 0;
-                        bool ok = true;
-                        for (int d = 0; d < last && ok; d++) {
-                            int64_t i =
-                                g->tab[d][kmo[d] * g->out_sp[d] + om[d]];
-                            ok = i >= 0;
-                            oo += i * g->x_s[d];
-                        }
-                        if (!ok)
+                        int64_t oo;
+                        if (!outer_offset(g, om, kmo, last, &oo))
                             continue;
-                        int64_t lo = 0, hi = K;
-                        while (lo < K && tl[lo * OW] < 0)
-                            lo++;
-                        while (hi > lo && tl[(hi - 1) * OW] < 0)
-                            hi--;
-                        bool run = xs == 1;
-                        for (int64_t k = lo; run && k < hi; k++)
-                            run = tl[k * OW] == tl[lo * OW] + (k - lo);
+                        table_run tr = run_of(tl, K, OW);
+                        int64_t lo = tr.lo, hi = tr.hi;
+                        bool run = tr.even && tr.step == 1 && xs == 1;
                         for (int64_t c = 0; c < g->Cg; c++) {
                             const float *src = base + c * g->x_f + oo;
                             const float *wr = wo + c * g->Ksp + kr * K;
@@ -630,27 +639,14 @@ static void depthwise_planes(const conv_geom *g, const float *x,
                 /* The row's valid run [lo, hi), and its input positions
                  * i0 + j * di when they are evenly spaced (no input
                  * dilation): then a branch-free, vectorised loop. */
-                int64_t lo = 0, hi = OW;
-                while (lo < OW && tl[lo] < 0)
-                    lo++;
-                while (hi > lo && tl[hi - 1] < 0)
-                    hi--;
-                int64_t i0 = lo < hi ? tl[lo] : 0;
-                int64_t di = hi - lo > 1 ? tl[lo + 1] - tl[lo] : 1;
-                bool even = true;
-                for (int64_t j = lo; even && j < hi; j++)
-                    even = tl[j] == i0 + (j - lo) * di;
+                table_run tr = run_of(tl, OW, 1);
+                int64_t lo = tr.lo, hi = tr.hi, i0 = tr.first, di = tr.step;
+                bool even = tr.even || lo == hi;
                 int64_t om[HS_MAX_RANK] = {0};
                 for (int64_t r = 0; r < rows; r++, step(om, g->out_sp, last)) {
                     /* The outer dimensions' offset, once per row. */
-                    int64_t off = 0;
-                    bool ok = true;
-                    for (int d = 0; d < last && ok; d++) {
-                        int64_t i = g->tab[d][km[d] * g->out_sp[d] + om[d]];
-                        ok = i >= 0;
-                        off += i * g->x_s[d];
-                    }
-                    if (!ok)
+                    int64_t off;
+                    if (!outer_offset(g, om, km, last, &off))
                         continue;
                     const float *xr = xp + off;
                     float *yr = yp + r * OW;
@@ -747,16 +743,10 @@ static bool conv_scatter(const conv_geom *g, const hs_window *w,
                         /* The row's valid run [lo, hi); when its outputs
                          * are evenly spaced (q0 + j * dq), whole rows are
                          * one branch-free strided loop. */
-                        int64_t lo = 0, hi = IW;
-                        while (lo < IW && sl[lo] < 0)
-                            lo++;
-                        while (hi > lo && sl[hi - 1] < 0)
-                            hi--;
-                        int64_t q0 = lo < hi ? sl[lo] : 0;
-                        int64_t dq = hi - lo > 1 ? sl[lo + 1] - sl[lo] : 1;
-                        bool even = lo < hi;
-                        for (int64_t j = lo; even && j < hi; j++)
-                            even = sl[j] == q0 + (j - lo) * dq;
+                        table_run tr = run_of(sl, IW, 1);
+                        int64_t lo = tr.lo, hi = tr.hi, q0 = tr.first,
+                                dq = tr.step;
+                        bool even = tr.even;
                         int64_t im[HS_MAX_RANK];
                         unravel(p0, g->in_sp, ns, im);
                         for (int64_t i = p0; i < p1;) {
