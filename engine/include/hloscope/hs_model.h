@@ -121,7 +121,9 @@ typedef struct hs_train_config {
 typedef enum hs_init_kind {
     HS_INIT_UNIFORM = 0, /* U(-bound, bound) */
     HS_INIT_ZEROS,
-    HS_INIT_ONES
+    HS_INIT_ONES,
+    HS_INIT_VALUES /* the description's own values (a graph param's
+                      "values": an exported buffer such as a running mean) */
 } hs_init_kind;
 
 typedef struct hs_model_param {
@@ -135,6 +137,8 @@ typedef struct hs_model_param {
     int stack;        /* index into m->stacks, or -1 */
     hs_init_kind init_kind;
     float bound;      /* HS_INIT_UNIFORM: 1/sqrt(fan_in) */
+    const float *values; /* HS_INIT_VALUES: the elements (the model owns
+                            them), else NULL */
     /* Initial values; NULL when shapes_only. For a parameter of a stack,
      * a view of its slice of the stack's tensor (the values exist once;
      * writing through either is seen by both; the data is only 4-byte

@@ -69,9 +69,10 @@ static const gop_rule k_rules[] = {
 #undef BINARY
 #define N_RULES (int)(sizeof k_rules / sizeof k_rules[0])
 
-static const char *const k_param_keys[] = {"shape", "init", NULL};
+static const char *const k_param_keys[] = {"shape", "init", "values", NULL};
 static const char *const k_inits[] = {"uniform", "zeros", "ones", NULL};
-static const char *const k_op_keys[] = {"name", "op", "args", "attrs", NULL};
+static const char *const k_op_keys[] = {"name", "op", "args", "attrs",
+                                        "scope", NULL};
 static const char *const k_directions[] = {"EQ", "NE", "LT", "LE",
                                            "GT", "GE", NULL};
 static const char *const k_reducers[] = {"add", "max", "min", "multiply",
@@ -104,10 +105,38 @@ static bool valid_identifier(const char *s)
     return true;
 }
 
-static bool add_name(js_walker *w, names *ns, const char *name,
-                     const char *key)
+/* A param's name may be a state_dict path ("self_attn.q_proj.weight",
+ * "0.bias"): segments of letters, digits and '_' joined by '.'. */
+static bool valid_param_name(const char *s)
 {
-    if (!valid_identifier(name) || strlen(name) > 64)
+    if (strchr(s, '.') == NULL)
+        return valid_identifier(s);
+    bool empty = true;
+    for (; *s; s++) {
+        if (*s == '.') {
+            if (empty)
+                return false;
+            empty = true;
+        } else if (*s == '_' || (*s >= 'a' && *s <= 'z') ||
+                   (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')) {
+            empty = false;
+        } else {
+            return false;
+        }
+    }
+    return !empty;
+}
+
+static bool add_name(js_walker *w, names *ns, const char *name,
+                     const char *key, bool param)
+{
+    if (param && (!valid_param_name(name) || strlen(name) > 200))
+        return js_fail(w, HS_ERR_INVALID, key,
+                       "expected a param name: names of letters, digits and "
+                       "'_' joined by '.' (a state_dict path, at most 200 "
+                       "long), got \"%s\"",
+                       name);
+    if (!param && (!valid_identifier(name) || strlen(name) > 64))
         return js_fail(w, HS_ERR_INVALID, key,
                        "expected a name of letters, digits and '_' (not "
                        "starting with a digit, at most 64 long), got \"%s\"",
@@ -121,6 +150,72 @@ static bool add_name(js_walker *w, names *ns, const char *name,
     ns->v[ns->n++] = name;
     ns->v[ns->n] = NULL;
     return true;
+}
+
+/* "values": every element of the param, row-major (an exported buffer:
+ * a running mean, a rotary frequency table). Excludes "init". */
+static bool parse_values(js_walker *w, const json_t *param, hs_arena *a,
+                         int64_t n, hs_graph_param *gp)
+{
+    const json_t *vs = json_object_get(param, "values");
+    if (!vs)
+        return true;
+    if (json_object_get(param, "init"))
+        return js_fail(w, HS_ERR_INVALID, "init",
+                       "a param has either \"init\" or \"values\", not both");
+    if (!json_is_array(vs) || (int64_t)json_array_size(vs) != n)
+        return js_fail(w, HS_ERR_INVALID, "values",
+                       "expected an array of %lld numbers (the shape's "
+                       "elements, row-major)%s",
+                       (long long)n, json_is_array(vs) ? ", got another "
+                                                         "count" : "");
+    float *v = hs_arena_alloc(a, (size_t)(n ? n : 1) * sizeof *v);
+    if (!v)
+        return js_fail(w, HS_ERR_NOMEM, NULL, "out of host memory");
+    size_t mark = js_push_key(w, "values");
+    bool ok = true;
+    for (int64_t i = 0; i < n && ok; i++) {
+        const json_t *e = json_array_get(vs, (size_t)i);
+        if (!json_is_number(e)) {
+            size_t m2 = js_push_index(w, (size_t)i);
+            ok = js_fail(w, HS_ERR_INVALID, NULL, "expected a number");
+            js_pop(w, m2);
+        } else {
+            v[i] = (float)json_number_value(e);
+        }
+    }
+    js_pop(w, mark);
+    gp->values = v;
+    gp->init = HS_INIT_VALUES;
+    return ok;
+}
+
+/* "scope": the op's module path for op_name ("layers.3/self_attn"):
+ * segments of [A-Za-z0-9_.*-] joined by '/'; "" is the layer itself. */
+static bool parse_scope(js_walker *w, const json_t *op, hs_arena *a,
+                        hs_graph_op *g)
+{
+    const char *s = NULL;
+    if (!js_get_string(w, op, "scope", false, NULL, &s))
+        return false;
+    g->scope = NULL;
+    if (!s)
+        return true;
+    bool ok = strlen(s) <= 200 && s[0] != '/';
+    for (const char *c = s; *c && ok; c++)
+        ok = *c == '_' || *c == '.' || *c == '*' || *c == '-' ||
+             (*c == '/' && c[1] != '/' && c[1] != '\0') ||
+             (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+             (*c >= '0' && *c <= '9');
+    if (!ok)
+        return js_fail(w, HS_ERR_INVALID, "scope",
+                       "expected a module path (names of letters, digits, "
+                       "'_', '.', '-' joined by '/', at most 200 long), got "
+                       "\"%s\"",
+                       s);
+    g->scope = hs_arena_strdup(a, s);
+    return g->scope != NULL || js_fail(w, HS_ERR_NOMEM, NULL,
+                                       "out of host memory");
 }
 
 static bool parse_params(js_walker *w, const json_t *obj, hs_arena *a,
@@ -147,15 +242,16 @@ static bool parse_params(js_walker *w, const json_t *obj, hs_arena *a,
         hs_graph_param *gp = &blk->gparams[blk->n_gparams];
         int64_t dims[HS_MAX_RANK];
         int rank = 0, init = 0;
-        ok = add_name(w, ns, key, key);
+        ok = add_name(w, ns, key, key, true);
         size_t m2 = js_push_key(w, key);
         ok = ok && js_expect_object(w, v, "a param ({\"shape\": [...]})") &&
              js_check_keys(w, v, k_param_keys) &&
              js_get_int_array(w, v, "shape", true, 1, INT64_MAX, HS_MAX_RANK,
                               dims, &rank) &&
              js_get_enum(w, v, "init", false, 0, k_inits, &init);
+        int64_t n = 1;
         if (ok) {
-            int64_t n = 1, cap = limits->max_tensor_elements;
+            int64_t cap = limits->max_tensor_elements;
             for (int i = 0; i < rank; i++)
                 n = hs_mul_capped(n, dims[i], cap);
             if (n > cap)
@@ -170,7 +266,9 @@ static bool parse_params(js_walker *w, const json_t *obj, hs_arena *a,
             gp->init = init == 0   ? HS_INIT_UNIFORM
                        : init == 1 ? HS_INIT_ZEROS
                                    : HS_INIT_ONES;
-            blk->n_gparams++;
+            ok = parse_values(w, v, a, n, gp);
+            if (ok)
+                blk->n_gparams++;
         }
         js_pop(w, m2);
     }
@@ -396,7 +494,7 @@ static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
              (r = find_rule(w, op)) != NULL &&
              parse_args(w, op, a, r, ns, g) &&
              parse_attrs(w, op, r, limits, g) &&
-             add_name(w, ns, name, "name");
+             parse_scope(w, op, a, g) && add_name(w, ns, name, "name", false);
         if (ok) {
             g->name = ns->v[ns->n - 1] = hs_arena_strdup(a, name);
             if (g->name) /* the index keeps the copy, not the JSON's text */

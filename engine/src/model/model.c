@@ -41,14 +41,15 @@ typedef struct entry_source {
 
 static hs_instruction *entry_get(hs_param_source *self, hs_builder *b,
                                  const char *name, const hs_shape *shape,
-                                 hs_init_kind kind, float bound)
+                                 hs_init_kind kind, float bound,
+                                 const float *values)
 {
     hs_entry_params *ep = &((entry_source *)self)->ep;
     hs_instruction *p = hs_b_parameter(b, ep->next, shape, name);
     if (!p)
         return NULL;
     if (!hs_param_list_add(&ep->list, ep->arena, name, shape, ep->next, kind,
-                           bound)) {
+                           bound, values)) {
         hs_builder_fail(b, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
@@ -101,10 +102,12 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
         while (k + run < d->n_layers && d->layers[k + run] == d->layers[k])
             run++;
         if (d->loop == HS_LOOP_SCAN && run >= 2)
-            x = hs_trace_scanned(&t, &src.ep, d->layers[k], k, run, x);
+            x = hs_trace_scanned(&t, &src.ep, d->layers[k], k,
+                                 &d->layer_names[k], run, x);
         else
             for (int r = 0; r < run && x; r++)
-                x = hs_trace_layer(&t, d->layers[k + r], k + r, x);
+                x = hs_trace_layer(&t, d->layers[k + r],
+                                   &d->layer_names[k + r], x);
         k += run;
     }
     if (!x && hs_builder_ok(b))

@@ -2,7 +2,10 @@
  * with `repeat` expanded. */
 #include "model/model_desc.h"
 
+#include <stdio.h>
 #include <string.h>
+
+#include "model/name_index.h"
 
 static const char *const k_block_names[] = {
 #define HS_X(e, n) n,
@@ -26,6 +29,7 @@ typedef struct desc_parser {
     js_walker w;
     hs_arena *a;
     const hs_model_limits *limits;
+    int depth; /* 0 while parsing the top-level `layers` */
 } desc_parser;
 
 static bool nomem(desc_parser *p)
@@ -45,7 +49,18 @@ int64_t hs_mul_capped(int64_t a, int64_t b, int64_t cap)
 
 static bool parse_block_list(desc_parser *p, const json_t *arr,
                              const hs_block ***out, int *n_out,
-                             int64_t *count);
+                             int64_t *count, hs_layer_name **names);
+
+size_t hs_layer_name_format(const hs_layer_name *n, char *buf, size_t size)
+{
+    int len;
+    if (n->index < 0)
+        len = snprintf(buf, size, "%s", n->base);
+    else
+        len = snprintf(buf, size, "%s%s%lld", n->base, n->base[0] ? "." : "",
+                       (long long)n->index);
+    return len < 0 ? 0 : (size_t)len;
+}
 
 /* ---- one block ---------------------------------------------------------- */
 
@@ -137,8 +152,10 @@ static bool parse_block_fields(desc_parser *p, const json_t *obj,
                            "missing required key 'blocks'");
         size_t mark = js_push_key(w, "blocks");
         int64_t inner = 0;
+        p->depth++;
         bool ok = parse_block_list(p, arr, &blk->blocks, &blk->n_blocks,
-                                   &inner);
+                                   &inner, NULL);
+        p->depth--;
         js_pop(w, mark);
         *count = inner + 1;
         return ok;
@@ -175,13 +192,71 @@ static const hs_block *parse_block(desc_parser *p, const json_t *obj,
     }
     blk->type = (hs_block_type)type;
     blk->path = hs_arena_strdup(p->a, w->path);
-    if (!js_check_keys(w, obj, keys_of(blk->type)) ||
+    /* A top-level block may name its module ("module"); the key list
+     * gains it there only, so a nested one is reported as unknown. */
+    const char *known[16] = {NULL};
+    const char *const *own = keys_of(blk->type);
+    int nk = 0;
+    while (own[nk] && nk < 14) {
+        known[nk] = own[nk];
+        nk++;
+    }
+    if (p->depth == 0)
+        known[nk] = "module";
+    if (!js_check_keys(w, obj, known) ||
         !parse_block_fields(p, obj, blk, count))
         return NULL;
     return blk;
 }
 
-static const char *const k_repeat_keys[] = {"repeat", "block", NULL};
+static const char *const k_repeat_keys[] = {"repeat", "block", "module",
+                                            NULL};
+static const char *const k_nested_repeat_keys[] = {"repeat", "block", NULL};
+
+/* A module path as PyTorch names submodules: segments of letters, digits
+ * and '_' joined by '.' ("layers", "model.norm"), or "" for the root. */
+static bool valid_module_name(const char *s)
+{
+    if (strlen(s) > HS_LAYER_NAME_MAX)
+        return false;
+    bool seg_empty = true;
+    for (; *s; s++) {
+        if (*s == '.') {
+            if (seg_empty)
+                return false;
+            seg_empty = true;
+        } else if (*s == '_' || (*s >= 'a' && *s <= 'z') ||
+                   (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')) {
+            seg_empty = false;
+        } else {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The "module" key of a top-level entry: NULL when absent (the layer is
+ * then named by its position), *ok false after an error. */
+static const char *parse_module(desc_parser *p, const json_t *e, bool *ok)
+{
+    const char *m = NULL;
+    *ok = true;
+    if (p->depth != 0 || !json_is_object(e))
+        return NULL;
+    if (!js_get_string(&p->w, e, "module", false, NULL, &m)) {
+        *ok = false;
+        return NULL;
+    }
+    if (m && !valid_module_name(m)) {
+        *ok = js_fail(&p->w, HS_ERR_INVALID, "module",
+                      "expected a module path (names of letters, digits and "
+                      "'_' joined by '.', at most %d long, or \"\" for the "
+                      "root module), got \"%s\"",
+                      HS_LAYER_NAME_MAX, m);
+        return NULL;
+    }
+    return m ? hs_arena_strdup(p->a, m) : NULL;
+}
 
 /* One entry of a block list: a block, or {"repeat": N, "block": B}. Sets
  * *copies to N (1 for a plain block). */
@@ -192,7 +267,8 @@ static const hs_block *parse_entry(desc_parser *p, const json_t *e,
     *copies = 1;
     if (!json_is_object(e) || !json_object_get(e, "repeat"))
         return parse_block(p, e, count);
-    if (!js_check_keys(w, e, k_repeat_keys) ||
+    if (!js_check_keys(w, e, p->depth == 0 ? k_repeat_keys
+                                           : k_nested_repeat_keys) ||
         !js_get_int(w, e, "repeat", true, 0, 1, INT64_MAX, copies))
         return NULL;
     const json_t *inner = json_object_get(e, "block");
@@ -212,9 +288,56 @@ static const hs_block *parse_entry(desc_parser *p, const json_t *e,
     return blk;
 }
 
+/* Names the expanded top-level layers: "layers.<k>" by position, the
+ * entry's "module" for a block, "<module>.<i>" for the i-th copy of a
+ * repeat. Two layers with one name would share parameter names, so that
+ * is an error at the later entry's "module". */
+static bool name_layers(desc_parser *p, const json_t *arr,
+                        const hs_block **entries, const int64_t *copies,
+                        const char **modules, size_t n, int n_expanded,
+                        hs_layer_name **names)
+{
+    (void)entries;
+    hs_layer_name *v = hs_arena_alloc(p->a, ((size_t)n_expanded + 1) *
+                                                sizeof *v);
+    hs__name_index ix;
+    if (!v || !hs__name_index_init(&ix, (size_t)n_expanded + 1))
+        return nomem(p);
+    bool ok = true;
+    int k = 0;
+    for (size_t i = 0; i < n && ok; i++)
+        for (int64_t c = 0; c < copies[i] && ok; c++, k++) {
+            bool repeat = json_object_get(json_array_get(arr, i), "repeat");
+            if (!modules[i])
+                v[k] = (hs_layer_name){"layers", k};
+            else
+                v[k] = (hs_layer_name){modules[i], repeat ? c : -1};
+            char full[HS_LAYER_NAME_MAX + 32];
+            hs_layer_name_format(&v[k], full, sizeof full);
+            if (hs__name_index_get(&ix, full) >= 0) {
+                size_t mark = js_push_index(&p->w, i);
+                ok = js_fail(&p->w, HS_ERR_INVALID,
+                             modules[i] ? "module" : NULL,
+                             "a second layer named \"%s\" (layer %d): its "
+                             "parameters would have the same names",
+                             full, k);
+                js_pop(&p->w, mark);
+            } else {
+                char *kept = hs_arena_strdup(p->a, full);
+                if (!kept)
+                    ok = nomem(p);
+                else
+                    hs__name_index_put(&ix, kept, k);
+            }
+        }
+    hs__name_index_free(&ix);
+    *names = v;
+    return ok;
+}
+
 static bool parse_block_list(desc_parser *p, const json_t *arr,
                              const hs_block ***out, int *n_out,
-                             int64_t *count)
+                             int64_t *count, hs_layer_name **names)
 {
     js_walker *w = &p->w;
     int64_t max = p->limits->max_layers;
@@ -230,14 +353,17 @@ static bool parse_block_list(desc_parser *p, const json_t *arr,
     size_t n = json_array_size(arr);
     const hs_block **entries = hs_arena_alloc(p->a, n * sizeof *entries);
     int64_t *copies = hs_arena_alloc(p->a, n * sizeof *copies);
-    if (!entries || !copies)
+    const char **modules = hs_arena_alloc(p->a, n * sizeof *modules);
+    if (!entries || !copies || !modules)
         return nomem(p);
     int64_t n_expanded = 0, total = 0;
     for (size_t i = 0; i < n; i++) {
         size_t mark = js_push_index(w, i);
         int64_t each = 0;
         const json_t *e = json_array_get(arr, i);
-        entries[i] = parse_entry(p, e, &copies[i], &each);
+        bool ok = true;
+        modules[i] = parse_module(p, e, &ok);
+        entries[i] = ok ? parse_entry(p, e, &copies[i], &each) : NULL;
         if (!entries[i]) {
             js_pop(w, mark);
             return false;
@@ -264,6 +390,8 @@ static bool parse_block_list(desc_parser *p, const json_t *arr,
     for (size_t i = 0; i < n; i++)
         for (int64_t c = 0; c < copies[i]; c++)
             list[k++] = entries[i];
+    if (names && !name_layers(p, arr, entries, copies, modules, n, k, names))
+        return false;
     *out = list;
     *n_out = k;
     *count = total;
@@ -535,7 +663,7 @@ bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
                        "missing required key 'layers' (a list of blocks)");
     size_t mark = js_push_key(&p.w, "layers");
     bool ok = parse_block_list(&p, layers, &out->layers, &out->n_layers,
-                               &out->total_blocks);
+                               &out->total_blocks, &out->layer_names);
     js_pop(&p.w, mark);
     return ok;
 }

@@ -52,6 +52,7 @@ typedef struct hs_graph_param {
     const char *name; /* local name: the state_dict name is layers.k.<name> */
     hs_shape shape;
     hs_init_kind init;
+    const float *values; /* init HS_INIT_VALUES: every element */
 } hs_graph_param;
 
 typedef enum hs_graph_op_kind {
@@ -63,6 +64,8 @@ typedef enum hs_graph_op_kind {
 /* Parsed attributes; -1 counts mean "absent, use the default". */
 typedef struct hs_graph_op {
     const char *name;
+    const char *scope; /* module path for op_name ("layers.3/self_attn"),
+                          NULL: the op's name */
     const char *path; /* JSON pointer of the op object */
     hs_graph_op_kind kind;
     hs_opcode opcode;
@@ -114,6 +117,21 @@ struct hs_block {
     const char *output_path;
 };
 
+/* Longest module name a description may give a layer. */
+#define HS_LAYER_NAME_MAX 200
+
+/* A top-level layer's module name: base "layers" and index 3 name
+ * "layers.3" (the default: the position in the expanded list); index -1
+ * names the base alone ("norm", or "" for the root module). */
+typedef struct hs_layer_name {
+    const char *base;
+    int64_t index;
+} hs_layer_name;
+
+/* Writes a layer's module name ("layers.3", "norm", "" for the root);
+ * returns its length. */
+size_t hs_layer_name_format(const hs_layer_name *n, char *buf, size_t size);
+
 struct hs_model_desc {
     const char *name;
     uint64_t seed;
@@ -126,6 +144,7 @@ struct hs_model_desc {
     hs_shape input_shape;
     int n_layers; /* after expansion; copies of a repeat share one block */
     const hs_block **layers;
+    hs_layer_name *layer_names; /* n_layers */
     int64_t total_blocks; /* at every nesting level, for max_layers */
 };
 

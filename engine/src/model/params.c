@@ -57,6 +57,9 @@ void hs_model_fill_param(uint64_t seed, const hs_model_param *p, float *out)
         for (int64_t i = 0; i < n; i++)
             out[i] = 1.0f;
         break;
+    case HS_INIT_VALUES:
+        memcpy(out, p->values, (size_t)n * sizeof *out);
+        break;
     }
 }
 
@@ -80,7 +83,7 @@ void hs_param_list_free(hs_param_list *l)
 
 bool hs_param_list_add(hs_param_list *l, hs_arena *a, const char *name,
                        const hs_shape *shape, int64_t number,
-                       hs_init_kind kind, float bound)
+                       hs_init_kind kind, float bound, const float *values)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 16;
@@ -101,6 +104,7 @@ bool hs_param_list_add(hs_param_list *l, hs_arena *a, const char *name,
     p->stack = -1;
     p->init_kind = kind;
     p->bound = bound;
+    p->values = kind == HS_INIT_VALUES ? values : NULL;
     l->n++;
     return true;
 }

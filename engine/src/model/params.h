@@ -25,7 +25,7 @@ void hs_param_list_free(hs_param_list *l);
  * stack -1); name is copied into arena a. false on host OOM. */
 bool hs_param_list_add(hs_param_list *l, hs_arena *a, const char *name,
                        const hs_shape *shape, int64_t number,
-                       hs_init_kind kind, float bound);
+                       hs_init_kind kind, float bound, const float *values);
 
 /* The loader's entry parameters while tracing: per-layer parameters in
  * state_dict order (list) and the stacked parameters of scanned repeats

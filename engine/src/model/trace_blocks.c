@@ -79,9 +79,10 @@ static void pop_prefix(hs_trace *t, size_t mark)
     t->prefix[mark] = '\0';
 }
 
-hs_instruction *hs_trace_param(hs_trace *t, const char *local,
-                               const hs_shape *shape, hs_init_kind kind,
-                               float bound)
+static hs_instruction *request_param(hs_trace *t, const char *local,
+                                     const hs_shape *shape,
+                                     hs_init_kind kind, float bound,
+                                     const float *values)
 {
     if (!hs_builder_ok(t->b))
         return NULL;
@@ -97,7 +98,21 @@ hs_instruction *hs_trace_param(hs_trace *t, const char *local,
     name[np + nl] = '\0';
     if (!hs_trace_fits(t, NULL, shape->rank, shape->dims))
         return NULL;
-    return t->params->get(t->params, t->b, name, shape, kind, bound);
+    return t->params->get(t->params, t->b, name, shape, kind, bound, values);
+}
+
+hs_instruction *hs_trace_param(hs_trace *t, const char *local,
+                               const hs_shape *shape, hs_init_kind kind,
+                               float bound)
+{
+    return request_param(t, local, shape, kind, bound, NULL);
+}
+
+hs_instruction *hs_trace_param_values(hs_trace *t, const char *local,
+                                      const hs_shape *shape,
+                                      const float *values)
+{
+    return request_param(t, local, shape, HS_INIT_VALUES, 0, values);
 }
 
 static int64_t last_dim(const hs_instruction *x)
@@ -329,7 +344,7 @@ static hs_instruction *trace_body(hs_trace *t, const hs_block *blk,
     case HS_BLOCK_ATTENTION: return trace_attention(t, blk, x);
     case HS_BLOCK_DECODER: return trace_decoder(t, blk, x);
     case HS_BLOCK_SEQUENTIAL: return trace_sequential(t, blk, x);
-    case HS_BLOCK_GRAPH: return hs_trace_graph(t, blk, x);
+    case HS_BLOCK_GRAPH: return hs_trace_graph(t, blk, x, false);
     case HS_BLOCK_COUNT: break;
     }
     return hs_trace_fail(t, blk->path, HS_ERR_INVALID, "unknown block type");
@@ -344,9 +359,15 @@ hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
                         : is_composite(blk->type) ? NULL
                                                   : hs_block_type_name(blk->type);
     size_t mark = sub ? push_prefix(t, sub) : t->prefix_len;
+    /* A graph block that is a layer by itself puts its "graph" scope in
+     * front of each op, unless the op names its own module path. */
+    bool graph_leaf = blk->type == HS_BLOCK_GRAPH && !sub;
+    if (graph_leaf)
+        scope = NULL;
     if (scope)
         hs_builder_push_scope(t->b, scope);
-    hs_instruction *y = trace_body(t, blk, x);
+    hs_instruction *y = graph_leaf ? hs_trace_graph(t, blk, x, true)
+                                   : trace_body(t, blk, x);
     if (scope)
         hs_builder_pop_scope(t->b);
     pop_prefix(t, mark);
@@ -354,17 +375,21 @@ hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
     return y;
 }
 
-hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk, int64_t k,
-                               hs_instruction *x)
+hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk,
+                               const hs_layer_name *name, hs_instruction *x)
 {
-    char layer[32];
-    snprintf(layer, sizeof layer, "layers.%lld", (long long)k);
+    char layer[HS_LAYER_NAME_MAX + 32];
+    hs_layer_name_format(name, layer, sizeof layer);
     return hs_trace_layer_named(t, blk, layer, x);
 }
 
 hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
                                      const char *layer, hs_instruction *x)
 {
+    /* The root module ("") has neither a scope nor a prefix: its
+     * parameters are named as the module's own state_dict. */
+    if (!layer[0])
+        return hs_trace_block(t, blk, NULL, x);
     hs_builder_push_scope(t->b, layer);
     size_t mark = push_prefix(t, layer);
     hs_instruction *y = hs_trace_block(t, blk, NULL, x);

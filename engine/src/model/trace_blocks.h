@@ -20,7 +20,8 @@ struct hs_param_source {
      * recording an error on the builder. */
     hs_instruction *(*get)(hs_param_source *self, hs_builder *b,
                            const char *name, const hs_shape *shape,
-                           hs_init_kind kind, float bound);
+                           hs_init_kind kind, float bound,
+                           const float *values);
 };
 
 typedef struct hs_trace {
@@ -37,9 +38,11 @@ typedef struct hs_trace {
 
 void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
 
-/* Traces layer k: scope "layers.k", parameters "layers.k.<name>". */
-hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk, int64_t k,
-                               hs_instruction *x);
+/* Traces a top-level layer: scope "layers.3", parameters
+ * "layers.3.<name>" (or the module name the description gave it; the root
+ * "" has no scope and no prefix). */
+hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk,
+                               const hs_layer_name *name, hs_instruction *x);
 /* The same under another layer name: scope `layer`, parameters
  * "<layer>.<name>" (a scan body traces "layers.*"). */
 hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
@@ -53,6 +56,7 @@ hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
 struct hs_entry_params;
 hs_instruction *hs_trace_scanned(hs_trace *t, struct hs_entry_params *ep,
                                  const hs_block *blk, int64_t first,
+                                 const hs_layer_name *first_name,
                                  int64_t count, hs_instruction *x);
 
 /* Traces a block inside the current module. sub names the submodule
@@ -61,9 +65,11 @@ hs_instruction *hs_trace_scanned(hs_trace *t, struct hs_entry_params *ep,
 hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
                                const char *sub, hs_instruction *x);
 
-/* Graph blocks (trace_graph.c). */
+/* Graph blocks (trace_graph.c). An op's scope is its own "scope" (a
+ * module path) or its name, after "graph/" when graph_scope is set (the
+ * block is a layer by itself). */
 hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
-                               hs_instruction *x);
+                               hs_instruction *x, bool graph_scope);
 
 /* Records an error found by the loader's own checks: on the builder (the
  * sticky error) and its JSON path. Returns NULL. */
@@ -80,6 +86,10 @@ bool hs_trace_fits(hs_trace *t, const char *path, int rank,
 hs_instruction *hs_trace_param(hs_trace *t, const char *local,
                                const hs_shape *shape, hs_init_kind kind,
                                float bound);
+/* The same with the description's own values (HS_INIT_VALUES). */
+hs_instruction *hs_trace_param_values(hs_trace *t, const char *local,
+                                      const hs_shape *shape,
+                                      const float *values);
 
 /* ---- neural-network pieces (trace_ops.c), NULL-propagating ---- */
 

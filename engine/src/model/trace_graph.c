@@ -217,8 +217,25 @@ static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
     }
 }
 
+/* Pushes the op's scope: its module path, or "graph/<name>" (a graph
+ * that is a layer by itself) or "<name>". Returns how many were pushed. */
+static int push_op_scope(hs_builder *b, const hs_graph_op *g,
+                         bool graph_scope)
+{
+    if (g->scope) {
+        if (!g->scope[0])
+            return 0;
+        hs_builder_push_scope(b, g->scope);
+        return 1;
+    }
+    if (graph_scope)
+        hs_builder_push_scope(b, "graph");
+    hs_builder_push_scope(b, g->name);
+    return graph_scope ? 2 : 1;
+}
+
 hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
-                               hs_instruction *x)
+                               hs_instruction *x, bool graph_scope)
 {
     size_t cap = 1 + (size_t)blk->n_gparams + (size_t)blk->n_ops;
     graph_env env = {0, {0}, malloc(cap * sizeof(hs_instruction *))};
@@ -231,8 +248,10 @@ hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
     for (int i = 0; i < blk->n_gparams; i++) {
         const hs_graph_param *p = &blk->gparams[i];
         hs_instruction *v =
-            hs_trace_param(t, p->name, &p->shape, p->init,
-                           hs_param_fan_in_bound(&p->shape));
+            p->init == HS_INIT_VALUES
+                ? hs_trace_param_values(t, p->name, &p->shape, p->values)
+                : hs_trace_param(t, p->name, &p->shape, p->init,
+                                 hs_param_fan_in_bound(&p->shape));
         if (!v)
             goto done;
         env_put(&env, p->name, v);
@@ -246,9 +265,10 @@ hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
         }
         for (int j = 0; j < g->n_args; j++)
             args[j] = env_get(&env, g->args[j]);
-        hs_builder_push_scope(t->b, g->name);
+        int pushed = push_op_scope(t->b, g, graph_scope);
         hs_instruction *y = trace_op(t, g, args);
-        hs_builder_pop_scope(t->b);
+        while (pushed-- > 0)
+            hs_builder_pop_scope(t->b);
         free(args);
         if (!y) {
             if (!t->fail_path[0])

@@ -31,11 +31,12 @@ typedef struct probe_source {
 
 static hs_instruction *probe_get(hs_param_source *self, hs_builder *b,
                                  const char *name, const hs_shape *shape,
-                                 hs_init_kind kind, float bound)
+                                 hs_init_kind kind, float bound,
+                                 const float *values)
 {
     probe_source *s = (probe_source *)self;
     if (!hs_param_list_add(&s->list, s->arena, name, shape, s->next, kind,
-                           bound)) {
+                           bound, values)) {
         hs_builder_fail(b, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
@@ -48,13 +49,15 @@ typedef struct probe {
     hs_layer_param *params; /* in the scan's arena */
     hs_init_kind *kinds;
     float *bounds;
+    const float **values; /* HS_INIT_VALUES: the description's own */
     hs_shape out;
 } probe;
 
-/* Traces layer k of blk on an input of shape in into a scratch module.
+/* Traces layer `name` of blk on an input of shape in into a scratch module.
  * On failure the error goes to t (with the path the probe found). */
 static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
-                        int64_t k, const hs_shape *in, probe *out)
+                        const hs_layer_name *name, const hs_shape *in,
+                        probe *out)
 {
     hs_module *m = hs_module_new("probe");
     hs_builder *b = m ? hs_builder_new(m, "main", true) : NULL;
@@ -67,7 +70,8 @@ static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
     hs_trace pt;
     hs_trace_init(&pt, b, &src.base);
     pt.max_elements = t->max_elements;
-    hs_instruction *y = hs_trace_layer(&pt, blk, k, hs_b_parameter(b, 0, in, "x"));
+    hs_instruction *y =
+        hs_trace_layer(&pt, blk, name, hs_b_parameter(b, 0, in, "x"));
     bool ok = y && hs_builder_ok(b);
     if (!ok) {
         const hs_error *e = hs_builder_error(b);
@@ -76,9 +80,9 @@ static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
                       e->message[0] ? e->message : "the layer produced no "
                                                    "output");
     } else {
-        char prefix[48];
-        int plen = snprintf(prefix, sizeof prefix, "layers.%lld.",
-                            (long long)k);
+        char prefix[HS_LAYER_NAME_MAX + 32];
+        size_t plen = hs_layer_name_format(name, prefix, sizeof prefix);
+        plen += plen ? 1 : 0; /* the '.' after a non-root layer name */
         out->n = src.list.n;
         out->out = y->shape;
         out->params = hs_arena_alloc(a, sizeof *out->params *
@@ -87,13 +91,16 @@ static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
                                            (size_t)(out->n + 1));
         out->bounds = hs_arena_alloc(a, sizeof *out->bounds *
                                             (size_t)(out->n + 1));
-        ok = out->params && out->kinds && out->bounds;
+        out->values = hs_arena_alloc(a, sizeof *out->values *
+                                            (size_t)(out->n + 1));
+        ok = out->params && out->kinds && out->bounds && out->values;
         for (int j = 0; ok && j < out->n; j++) {
             const hs_model_param *p = &src.list.v[j];
             out->params[j].name = p->name + plen; /* lives in a */
             out->params[j].shape = p->shape;
             out->kinds[j] = p->init_kind;
             out->bounds[j] = p->bound;
+            out->values[j] = p->values;
         }
         if (!ok)
             hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
@@ -118,10 +125,12 @@ typedef struct slice_source {
 
 static hs_instruction *slice_get(hs_param_source *self, hs_builder *b,
                                  const char *name, const hs_shape *shape,
-                                 hs_init_kind kind, float bound)
+                                 hs_init_kind kind, float bound,
+                                 const float *values)
 {
     (void)kind;
     (void)bound;
+    (void)values;
     slice_source *s = (slice_source *)self;
     int j = s->next++;
     const char *local = strlen(name) > s->prefix_len ? name + s->prefix_len
@@ -142,6 +151,7 @@ typedef struct body_ctx {
     hs_trace *outer;
     const hs_block *blk;
     const probe *pr;
+    const char *body_name; /* "layers.*": the one layer the body traces */
 } body_ctx;
 
 static hs_instruction *trace_body(hs_builder *body, hs_instruction *x,
@@ -150,11 +160,13 @@ static hs_instruction *trace_body(hs_builder *body, hs_instruction *x,
 {
     body_ctx *c = user;
     slice_source src = {.base = {slice_get}, .pr = c->pr, .slices = params,
-                        .n = n, .prefix_len = strlen("layers.*.")};
+                        .n = n,
+                        .prefix_len = strlen(c->body_name) +
+                                      (c->body_name[0] ? 1 : 0)};
     hs_trace bt;
     hs_trace_init(&bt, body, &src.base);
     bt.max_elements = c->outer->max_elements;
-    hs_instruction *y = hs_trace_layer_named(&bt, c->blk, "layers.*", x);
+    hs_instruction *y = hs_trace_layer_named(&bt, c->blk, c->body_name, x);
     if (!y && bt.fail_path[0] && !c->outer->fail_path[0])
         snprintf(c->outer->fail_path, sizeof c->outer->fail_path, "%s",
                  bt.fail_path);
@@ -172,8 +184,12 @@ static hs_instruction *trace_body(hs_builder *body, hs_instruction *x,
  * slices. Returns the stacked instructions, or NULL. */
 static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
                                      const hs_block *blk, const probe *pr,
-                                     int64_t first, int64_t count)
+                                     int64_t first,
+                                     const hs_layer_name *first_name,
+                                     int64_t count, const char *scope)
 {
+    const char *base = first_name->base, *dot = base[0] ? "." : "";
+    int64_t i0 = first_name->index;
     int n = pr->n;
     hs_instruction **stacked = calloc((size_t)(n ? n : 1), sizeof *stacked);
     int *stack_index = calloc((size_t)(n ? n : 1), sizeof *stack_index);
@@ -202,11 +218,12 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
         if (hs_trace_fits(t, blk->path, ps->rank + 1, dims))
             shapes[j] = hs_shape_make(ps->dtype, ps->rank + 1, dims);
     }
-    hs_builder_push_scope(t->b, "layers/scan");
+    hs_builder_push_scope(t->b, scope);
     for (int j = 0; j < n && hs_builder_ok(t->b); j++) {
-        char name[320];
-        snprintf(name, sizeof name, "layers.%lld-%lld.%s", (long long)first,
-                 (long long)(first + count - 1), pr->params[j].name);
+        char name[320 + HS_LAYER_NAME_MAX];
+        snprintf(name, sizeof name, "%s%s%lld-%lld.%s", base, dot,
+                 (long long)i0, (long long)(i0 + count - 1),
+                 pr->params[j].name);
         stacked[j] = hs_b_parameter(t->b, ep->next, &shapes[j], name);
         stack_index[j] = hs_entry_params_add_stack(
             ep, name, pr->params[j].name, ep->next, first, &shapes[j]);
@@ -218,13 +235,13 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
     hs_builder_pop_scope(t->b);
     for (int64_t r = 0; r < count && hs_builder_ok(t->b); r++)
         for (int j = 0; j < n; j++) {
-            char name[320];
-            snprintf(name, sizeof name, "layers.%lld.%s",
-                     (long long)(first + r), pr->params[j].name);
+            char name[320 + HS_LAYER_NAME_MAX];
+            snprintf(name, sizeof name, "%s%s%lld.%s", base, dot,
+                     (long long)(i0 + r), pr->params[j].name);
             hs_param_list *l = &ep->list;
             if (!hs_param_list_add(l, ep->arena, name, &pr->params[j].shape,
                                    stacked[j]->index, pr->kinds[j],
-                                   pr->bounds[j])) {
+                                   pr->bounds[j], pr->values[j])) {
                 hs_trace_fail(t, blk->path, HS_ERR_NOMEM,
                               "out of host memory");
                 break;
@@ -244,6 +261,7 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
 
 hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
                                  const hs_block *blk, int64_t first,
+                                 const hs_layer_name *first_name,
                                  int64_t count, hs_instruction *x)
 {
     if (!x || !hs_builder_ok(t->b))
@@ -262,14 +280,24 @@ hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
      * what differs. */
     probe p0 = {0}, p1 = {0};
     hs_instruction *out = NULL;
-    bool ok = probe_layer(t, a, blk, first, &x->shape, &p0);
+    /* Copies are named base.<index + r> ("layers.3"); the body is the one
+     * layer "base.*" and the loop's scope "base/scan". */
+    const char *base = first_name->base;
+    const char *dot = base[0] ? "." : "", *slash = base[0] ? "/" : "";
+    hs_layer_name second = {base, first_name->index + 1};
+    char *body_name = hs_arena_printf(a, "%s%s*", base, dot);
+    char *scope = hs_arena_printf(a, "%s%sscan", base, slash);
+    bool ok = body_name && scope;
+    if (!ok)
+        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+    ok = ok && probe_layer(t, a, blk, first_name, &x->shape, &p0);
     bool same = ok && hs_shape_compatible(&p0.out, &x->shape);
     if (ok && !same)
-        ok = probe_layer(t, a, blk, first + 1, &p0.out, &p1);
+        ok = probe_layer(t, a, blk, &second, &p0.out, &p1);
     for (int64_t r = 0; ok && r < count; r++) {
         const probe *pr = r == 0 || same ? &p0 : &p1;
-        layers[r].name = hs_arena_printf(a, "layers.%lld",
-                                         (long long)(first + r));
+        layers[r].name = hs_arena_printf(a, "%s%s%lld", base, dot,
+                                         (long long)(first_name->index + r));
         layers[r].path = blk->path;
         layers[r].n_params = pr->n;
         layers[r].params = pr->params;
@@ -280,11 +308,12 @@ hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
         ok = false;
     }
     hs_instruction **stacked =
-        ok ? stack_params(t, ep, blk, &p0, first, count) : NULL;
+        ok ? stack_params(t, ep, blk, &p0, first, first_name, count, scope)
+           : NULL;
     if (stacked) {
-        body_ctx ctx = {.outer = t, .blk = blk, .pr = &p0};
-        hs_scan_layers_options o = {.scope = "layers/scan",
-                                    .stacked = stacked};
+        body_ctx ctx = {.outer = t, .blk = blk, .pr = &p0,
+                        .body_name = body_name};
+        hs_scan_layers_options o = {.scope = scope, .stacked = stacked};
         out = hs_scan_layers(t->b, layers, (int)count, trace_body, &ctx, x,
                              &o);
         if (!out && !t->fail_path[0])
