@@ -291,7 +291,7 @@ static const hs_block *parse_entry(desc_parser *p, const json_t *e,
 /* Names the expanded top-level layers: "layers.<k>" by position, the
  * entry's "module" for a block, "<module>.<i>" for the i-th copy of a
  * repeat. Two layers with one name would share parameter names, so that
- * is an error at the later entry's "module". */
+ * is an error at the later entry's "module" (except the root, ""). */
 static bool name_layers(desc_parser *p, const json_t *arr,
                         const hs_block **entries, const int64_t *copies,
                         const char **modules, size_t n, int n_expanded,
@@ -314,7 +314,9 @@ static bool name_layers(desc_parser *p, const json_t *arr,
                 v[k] = (hs_layer_name){modules[i], repeat ? c : -1};
             char full[HS_LAYER_NAME_MAX + 32];
             hs_layer_name_format(&v[k], full, sizeof full);
-            if (hs__name_index_get(&ix, full) >= 0) {
+            /* The root module may appear around a scan (its blocks have
+             * their own parameter names); any other name only once. */
+            if (full[0] && hs__name_index_get(&ix, full) >= 0) {
                 size_t mark = js_push_index(&p->w, i);
                 ok = js_fail(&p->w, HS_ERR_INVALID,
                              modules[i] ? "module" : NULL,

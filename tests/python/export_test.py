@@ -1,0 +1,386 @@
+"""PyTorch export tests (issue #16): each test exports a module written in
+plain PyTorch (models.py), runs it on the emulated device with
+`hloscope run --dump`, loads the dumped parameters back into the same
+module with load_state_dict and compares outputs (and, for training, the
+loss and first-step gradients) with PyTorch's.
+
+usage: export_test.py HLOSCOPE_BIN SOURCE_DIR TEST_NAME
+Runs with /usr/bin/python3 (Debian's torch 1.13)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN, SRC, NAME = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, os.path.join(SRC, "python"))
+sys.path.insert(0, os.path.join(SRC, "tests", "python"))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+import hloscope  # noqa: E402
+import models  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="hloscope-py-")
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(np.abs(a - b).max() / max(np.abs(a).max(), 1e-30))
+
+
+def run_dump(model, tag, *extra):
+    """Writes the model JSON, runs it with --dump; returns the dump dir."""
+    path = os.path.join(TMP, tag + ".json")
+    with open(path, "w") as f:
+        json.dump(model, f)
+    out = os.path.join(TMP, "dump-" + tag)
+    r = subprocess.run([BIN, "run", path, "--dump", out, *extra],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, f"hloscope run {tag}: {r.stdout}{r.stderr}")
+    return out
+
+
+def forward_matches(module, x, loop="unrolled", tag="m"):
+    module.eval()
+    model = hloscope.export(module, x, loop=loop)
+    d = run_dump(model, tag)
+    loaded = hloscope.load_dump(module, d)
+    module.eval()
+    names = set(module.state_dict())
+    check(set(loaded) <= names | set(),
+          f"dumped names outside the state_dict: {set(loaded) - names}")
+    xin = torch.from_numpy(np.load(os.path.join(d, "input.npy")))
+    with torch.no_grad():
+        want = module(xin).numpy()
+    got = np.load(os.path.join(d, "output.npy"))
+    check(got.shape == want.shape, f"output shape {got.shape} vs {want.shape}")
+    err = rel_err(want, got)
+    print(f"{tag}: {len(loaded)} tensors loaded, output rel err {err:.3g}")
+    check(err <= 1e-5, f"{tag}: relative error {err} > 1e-5")
+    return model, d
+
+
+# ---- tests ----------------------------------------------------------------
+
+def test_llama_matches_pytorch():
+    torch.manual_seed(1)
+    m = models.Llama(dim=64, heads=4, hidden=172, n_layers=8)
+    model, d = forward_matches(m, torch.randn(2, 16, 64), tag="llama")
+    files = set(os.listdir(os.path.join(d, "params")))
+    check("layers.7.self_attn.q_proj.weight.npy" in files,
+          "state_dict names in the dump")
+    ops = model["layers"][0]["ops"]
+    scopes = {o["scope"] for o in ops}
+    check("layers.3/self_attn/q_proj" in scopes and
+          "layers.3/mlp/down_proj" in scopes, "op scopes are module paths")
+
+
+def test_gpt2_matches_pytorch():
+    torch.manual_seed(2)
+    m = models.GPT2(dim=64, heads=4, n_layers=4)
+    forward_matches(m, torch.randn(2, 24, 64), tag="gpt2")
+
+
+def test_llama_scan_matches_pytorch():
+    torch.manual_seed(3)
+    m = models.Llama(dim=64, heads=4, hidden=172, n_layers=8, scan=True)
+    model, _ = forward_matches(m, torch.randn(1, 16, 64), loop="scan",
+                               tag="llama-scan")
+    rep = [l for l in model["layers"] if "repeat" in l]
+    check(len(rep) == 1 and rep[0]["repeat"] == 8 and
+          rep[0]["module"] == "layers", f"one repeat over layers: {rep}")
+
+
+def test_seed_scan_bit_identical():
+    """The seed's snippet, with only its imports changed, exports; the
+    scanned model's output is bit-identical to the unrolled one's."""
+    from hloscope import scan_layers  # the only changed import
+
+    class DecoderLayer(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.linear = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            return self.linear(x)
+
+    class Seed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList(
+                [DecoderLayer(1024) for _ in range(64)])
+
+        def forward(self, x):
+            x = scan_layers(self.layers, x)
+            return x
+
+    torch.manual_seed(4)
+    m = Seed()
+    x = torch.randn(4, 1024)
+    eager = m(x)
+    plain = x
+    for layer in m.layers:
+        plain = layer(plain)
+    check(torch.equal(eager, plain), "scan_layers runs the layers in order")
+    scanned = hloscope.export(m, x, loop="scan")
+    unrolled = hloscope.export(m, x, loop="unrolled")
+    check({**scanned, "loop": "unrolled"} == unrolled,
+          "the exports differ only in loop")
+    _, ds = forward_matches(m, x, loop="scan", tag="seed-scan")
+    du = run_dump(unrolled, "seed-unrolled")
+    a = np.load(os.path.join(ds, "output.npy"))
+    b = np.load(os.path.join(du, "output.npy"))
+    check(a.tobytes() == b.tobytes(),
+          f"scan vs unrolled differ by {np.abs(a - b).max()}")
+    print("scan and unrolled outputs are bit-identical")
+
+
+def test_llama_train_step_matches_autograd():
+    torch.manual_seed(5)
+    m = models.Llama(dim=32, heads=4, hidden=64, n_layers=8)
+    lr = 0.01
+    model = hloscope.export(m, torch.randn(1, 8, 32), train={
+        "loss": "mse", "target": "random",
+        "optimizer": {"type": "sgd", "lr": lr}, "steps": 1})
+    # hloscope draws the initial weights: run forward once to dump them.
+    fwd = dict(model)
+    del fwd["train"]
+    d0 = run_dump(fwd, "train-init")
+    hloscope.load_dump(m, d0)
+    d = run_dump(model, "train", "--train")
+    x = torch.from_numpy(np.load(os.path.join(d0, "input.npy")))
+    m.zero_grad()
+    # A random target: against zeros the final RMSNorm makes the loss
+    # (nearly) independent of every inner weight.
+    target = torch.from_numpy(np.load(os.path.join(d, "target.npy")))
+    loss = torch.nn.functional.mse_loss(m(x), target)
+    loss.backward()
+    got_loss = np.load(os.path.join(d, "loss.npy")).reshape(-1)[0]
+    err = abs(float(loss) - float(got_loss)) / abs(float(loss))
+    print(f"loss torch {float(loss):.6g} hloscope {got_loss:.6g} rel {err:.3g}")
+    check(err <= 1e-4, f"loss relative error {err}")
+    worst, n = 0.0, 0
+    for name, p in m.named_parameters():
+        g = np.load(os.path.join(d, "grads", name + ".npy"))
+        e1 = rel_err(p.grad.numpy(), g)
+        if e1 > 1e-4:
+            print(f"  {name}: {e1:.3g} {np.abs(p.grad.numpy()).max():.3g}")
+        worst = max(worst, e1)
+        n += 1
+    print(f"{n} gradients, worst rel err {worst:.3g}")
+    check(n == len(list(m.parameters())), "every parameter has a gradient")
+    check(worst <= 1e-4, f"gradient relative error {worst}")
+
+
+def test_unsupported_ops_are_listed():
+    class Odd(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 16)
+
+        def forward(self, x):
+            y = torch.cumsum(self.fc(x), dim=-1)
+            z = torch.cumsum(y, dim=-1)
+            s, _ = torch.sort(z, dim=-1)
+            return s
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = Odd()
+
+        def forward(self, x):
+            return self.block(x)
+
+    try:
+        hloscope.export(Outer(), torch.randn(2, 16))
+    except hloscope.ExportError as e:
+        msg = str(e)
+        print(msg)
+        rows = {(op, path): n for op, path, n in e.unsupported}
+        check(rows.get(("torch.cumsum", "block")) == 2, f"cumsum x2: {rows}")
+        check(rows.get(("torch.sort", "block")) == 1, f"sort x1: {rows}")
+        check("block" in msg and "x2" in msg, "the message lists them")
+        return
+    raise Fail("export of cumsum/sort did not fail")
+
+
+def test_scan_layers_checks_structure():
+    layers = [nn.Linear(8, 8), nn.Linear(8, 8), nn.Linear(8, 4)]
+    try:
+        hloscope.scan_layers(layers, torch.randn(2, 8))
+    except hloscope.ScanLayersError as e:
+        check("layer 2" in str(e) and "weight" in str(e), str(e))
+    else:
+        raise Fail("scan_layers accepted layers of different shapes")
+    layers = [nn.Linear(8, 8), nn.Linear(8, 8, bias=False)]
+    try:
+        hloscope.scan_layers(layers, torch.randn(2, 8))
+    except hloscope.ScanLayersError as e:
+        check("layer 1" in str(e) and "bias" in str(e), str(e))
+    else:
+        raise Fail("scan_layers accepted layers with different parameters")
+
+
+def test_scan_matches_a_loop():
+    def fn(carry, x):
+        c = carry * 0.5 + x
+        return c, c.sum(-1)
+
+    init = torch.zeros(3)
+    xs = torch.randn(5, 3)
+    carry, ys = hloscope.scan(fn, init, xs)
+    c, want = init, []
+    for i in range(5):
+        c, y = fn(c, xs[i])
+        want.append(y)
+    check(torch.equal(carry, c) and torch.equal(ys, torch.stack(want)),
+          "scan = the loop")
+
+    class Cumulative(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(6, 6)
+
+        def forward(self, x):
+            h = self.fc(x)  # [seq, 6] (a 2-D input)
+            last, ys = hloscope.scan(lambda c, r: (c + r, c + r),
+                                     torch.zeros(6), h)
+            return ys * last
+
+    torch.manual_seed(6)
+    forward_matches(Cumulative(), torch.randn(4, 6), tag="scan-fn")
+
+
+def test_placement_marks_export():
+    class Offload(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(32, 32)
+            self.b = nn.Linear(32, 32)
+
+        def forward(self, x):
+            h = hloscope.place_to_host(self.a(x))
+            return self.b(hloscope.place_to_device(h))
+
+    torch.manual_seed(7)
+    m = Offload()
+    x = torch.randn(2, 32)
+    check(torch.equal(m(x), m.b(m.a(x))), "placement is identity in eager")
+    model, _ = forward_matches(m, x, tag="offload")
+    ops = [o["op"] for o in model["layers"][0]["ops"]]
+    check("place_to_host" in ops and "place_to_device" in ops,
+          f"placement ops exported: {ops}")
+
+
+class Server:
+    def __init__(self):
+        self.data = tempfile.mkdtemp(prefix="hloscope-py-srv-")
+        self.proc = subprocess.Popen(
+            [BIN, "serve", "--port", "0", "--data", self.data,
+             "--examples", os.path.join(SRC, "examples")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.proc.stdout.readline()
+        m = re.search(r"(http://127\.0\.0\.1:\d+)/", line)
+        check(m is not None, f"server did not print its URL: {line!r}")
+        self.url = m.group(1)
+        c = hloscope.Client(self.url, timeout=10)
+        deadline = time.time() + 20
+        while True:
+            try:
+                c.get("/healthz")
+                return
+            except Exception:
+                check(time.time() < deadline, "no /healthz within 20 s")
+                time.sleep(0.05)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=60)
+        shutil.rmtree(self.data, ignore_errors=True)
+
+
+def test_client_against_server():
+    torch.manual_seed(8)
+    m = models.Llama(dim=32, heads=4, hidden=64, n_layers=2, scan=True)
+    model = hloscope.export(m, torch.randn(1, 8, 32), loop="scan")
+    srv = Server()
+    try:
+        c = hloscope.Client(srv.url)
+        r = c.compile(model)
+        check("id" in r and "links" in r, f"a summary with links: {list(r)}")
+        check(all(u.startswith(srv.url) for u in r["links"].values()
+                  if isinstance(u, str)), "links are absolute")
+        run = c.run(model)
+        check("id" in run, "run returns a summary")
+        cmp = c.compare(model, {"loop": "unrolled"}, {"loop": "scan"})
+        check("a" in cmp and "b" in cmp and "diff" in cmp, "compare")
+        bad = dict(model, layers=[dict(model["layers"][0], featurs=3)]
+                   + model["layers"][1:])
+        try:
+            c.compile(bad)
+        except hloscope.HloscopeError as e:
+            print(e)
+            check(e.status == 422 and e.path.startswith("/layers/0"),
+                  f"error path: {e.path}")
+            check("featurs" in e.message, e.message)
+        else:
+            raise Fail("a bad key compiled")
+        try:
+            c.compile('{"input": {"shape": [1, 2]}, ')
+        except hloscope.HloscopeError as e:
+            check(e.line == 1 and e.column > 0, f"line/column: {e}")
+        else:
+            raise Fail("bad JSON compiled")
+        # The command line: export a factory from a file, compile it.
+        out = os.path.join(TMP, "cli.json")
+        env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"))
+        r = subprocess.run(
+            [sys.executable, "-m", "hloscope", "export",
+             os.path.join(SRC, "tests", "python", "models.py") + ":SeedScan",
+             "--input", "2,1024", "--scan", "-o", out],
+            capture_output=True, text=True, env=env)
+        check(r.returncode == 0, r.stderr)
+        r = subprocess.run([sys.executable, "-m", "hloscope", "compile", out,
+                            "--server", srv.url],
+                           capture_output=True, text=True, env=env)
+        check(r.returncode == 0, r.stderr)
+        summary = json.loads(r.stdout)
+        check("links" in summary, "the CLI prints the summary")
+    finally:
+        srv.stop()
+
+
+def main():
+    fn = globals().get("test_" + NAME)
+    if fn is None:
+        print(f"unknown test {NAME}", file=sys.stderr)
+        return 2
+    try:
+        fn()
+    except Fail as e:
+        print(f"FAIL {NAME}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+    print(f"ok {NAME}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

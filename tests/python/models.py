@@ -1,0 +1,176 @@
+"""Decoder models written in plain PyTorch for the export tests: a
+Llama-style decoder (RMSNorm, rotary position embeddings, SwiGLU, causal
+attention through a mask buffer) and a GPT-2-style one (LayerNorm, biases,
+GELU tanh, masked_fill with -inf, fused qkv projection split by chunk)."""
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        var = x.pow(2).mean(-1, keepdim=True)
+        return x * torch.rsqrt(var + self.eps) * self.weight
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Rotary(nn.Module):
+    def __init__(self, dim, base=10000.0):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, x):
+        seq = x.shape[-2]
+        t = torch.arange(seq, dtype=torch.float32)
+        freqs = torch.outer(t, self.inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos()[None, None], emb.sin()[None, None]
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.q_proj = nn.Linear(dim, dim, bias=False)
+        self.k_proj = nn.Linear(dim, dim, bias=False)
+        self.v_proj = nn.Linear(dim, dim, bias=False)
+        self.o_proj = nn.Linear(dim, dim, bias=False)
+        self.rotary = Rotary(self.head_dim)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q = self.q_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        cos, sin = self.rotary(v)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(self.head_dim)
+        mask = torch.full((s, s), float("-inf")).triu(1)
+        probs = F.softmax(scores + mask, dim=-1)
+        out = torch.matmul(probs, v).transpose(1, 2).reshape(b, s, d)
+        return self.o_proj(out)
+
+
+class SwiGLU(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self, dim, heads, hidden):
+        super().__init__()
+        self.input_layernorm = RMSNorm(dim)
+        self.self_attn = LlamaAttention(dim, heads)
+        self.post_attention_layernorm = RMSNorm(dim)
+        self.mlp = SwiGLU(dim, hidden)
+
+    def forward(self, x):
+        h = x + self.self_attn(self.input_layernorm(x))
+        return h + self.mlp(self.post_attention_layernorm(h))
+
+
+class Llama(nn.Module):
+    def __init__(self, dim=64, heads=4, hidden=172, n_layers=8, scan=False):
+        super().__init__()
+        self.scan = scan
+        self.layers = nn.ModuleList(LlamaLayer(dim, heads, hidden)
+                                    for _ in range(n_layers))
+        self.norm = RMSNorm(dim)
+
+    def forward(self, x):
+        if self.scan:
+            from hloscope import scan_layers
+            x = scan_layers(self.layers, x)
+        else:
+            for layer in self.layers:
+                x = layer(x)
+        return self.norm(x)
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, dim, heads, max_seq=64):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(dim)
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.proj = nn.Linear(4 * dim, dim)
+        self.attn_dropout = nn.Dropout(0.1)
+        self.register_buffer(
+            "bias", torch.tril(torch.ones(max_seq, max_seq, dtype=torch.bool))
+            .view(1, 1, max_seq, max_seq))
+
+    def attn(self, x):
+        b, s, d = x.size()
+        hd = d // self.heads
+        q, k, v = self.c_attn(x).split(d, dim=2)
+        q = q.view(b, s, self.heads, hd).permute(0, 2, 1, 3)
+        k = k.view(b, s, self.heads, hd).permute(0, 2, 1, 3)
+        v = v.view(b, s, self.heads, hd).permute(0, 2, 1, 3)
+        w = q @ k.transpose(-1, -2) * (1.0 / math.sqrt(hd))
+        w = w.masked_fill(~self.bias[:, :, :s, :s], float("-inf"))
+        w = self.attn_dropout(w.softmax(dim=-1))
+        y = (w @ v).transpose(1, 2).contiguous().view(b, s, d)
+        return self.c_proj(y)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT2(nn.Module):
+    def __init__(self, dim=64, heads=4, n_layers=4, max_seq=64):
+        super().__init__()
+        self.wpe = nn.Parameter(torch.randn(max_seq, dim) * 0.02)
+        self.h = nn.ModuleList(GPT2Block(dim, heads, max_seq)
+                               for _ in range(n_layers))
+        self.ln_f = nn.LayerNorm(dim)
+        self.head = nn.Linear(dim, 96, bias=False)
+
+    def forward(self, x):
+        x = x + self.wpe[: x.shape[1]]
+        for block in self.h:
+            x = block(x)
+        return self.head(self.ln_f(x))
+
+
+class DecoderLayer(nn.Module):
+    """The seed's layer: one Linear(dim) (issue #16's snippet)."""
+
+    def __init__(self, dim):
+        super().__init__()
+        self.linear = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.linear(x)
+
+
+class SeedScan(nn.Module):
+    def __init__(self, dim=1024, n=64):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderLayer(dim) for _ in range(n))
+
+    def forward(self, x):
+        from hloscope import scan_layers
+        return scan_layers(self.layers, x)
