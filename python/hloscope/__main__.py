@@ -68,6 +68,9 @@ def _cmd_server(a):
         return 1
     json.dump(r, sys.stdout, indent=2)
     sys.stdout.write("\n")
+    graph = r.get("links", {}).get("graph_svg")
+    if graph:
+        print(f"graph: {graph}", file=sys.stderr)
     return 0
 
 

@@ -366,6 +366,28 @@ def test_client_against_server():
         srv.stop()
 
 
+def test_pip_installs_from_the_tree():
+    """pip install ./python in a venv over Debian's packages (torch, numpy),
+    with nothing from PyPI: --no-index, and the system's setuptools."""
+    src = os.path.join(TMP, "src")
+    shutil.copytree(os.path.join(SRC, "python"), src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info",
+                                                  "__pycache__"))
+    venv = os.path.join(TMP, "venv")
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages",
+                    venv], check=True)
+    py = os.path.join(venv, "bin", "python")
+    r = subprocess.run([py, "-m", "pip", "install", "--no-index",
+                        "--no-build-isolation", src],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, r.stdout + r.stderr)
+    r = subprocess.run([py, "-c", "import hloscope, torch; "
+                        "print(hloscope.__file__)"], capture_output=True,
+                       text=True, cwd=TMP)
+    check(r.returncode == 0 and "site-packages" in r.stdout,
+          r.stdout + r.stderr)
+
+
 def main():
     fn = globals().get("test_" + NAME)
     if fn is None:
