@@ -153,8 +153,7 @@ class _Lowering:
         while pname in self.block.params:
             k += 1
             pname = f"_constants.{name}_{k}"
-        v = self.block.param(pname, tuple(x.shape),
-                             values=[_json_float(f) for f in flat.tolist()])
+        v = self.block.param(pname, tuple(x.shape), values=_json_floats(flat))
         return self.block.convert(v, dt)
 
     def get_attr(self, node):
@@ -174,10 +173,8 @@ class _Lowering:
             return self.block.param(local, tuple(t.shape), init=init)
         if target in self.persistent and isinstance(t, torch.Tensor) and \
                 t.dtype == torch.float32:
-            return self.block.param(
-                local, tuple(t.shape),
-                values=[_json_float(f) for f in t.detach().reshape(-1)
-                        .tolist()])
+            return self.block.param(local, tuple(t.shape),
+                                    values=_json_floats(t.reshape(-1)))
         return None  # a constant: folded where it is used
 
     # ---- the walk ---------------------------------------------------------
@@ -323,12 +320,14 @@ def _has_tensor(obj):
     return False
 
 
-def _json_float(f):
-    if math.isinf(f):
-        return math.copysign(3.4028234663852886e38, f)
-    if math.isnan(f):
-        raise Unsupported("a NaN in a buffer")
-    return f
+def _json_floats(flat):
+    """A tensor's values as JSON numbers: infinities become the largest
+    finite f32 of their sign (JSON has none; softmax treats the lowest f32
+    as PyTorch treats -inf)."""
+    flat = flat.detach().to(torch.float32)
+    if bool(torch.isnan(flat).any()):
+        raise Unsupported("a NaN in a constant or buffer")
+    return flat.clamp(-3.4028234663852886e38, 3.4028234663852886e38).tolist()
 
 
 # ---- lowerings -------------------------------------------------------------
@@ -983,7 +982,10 @@ def export(module, example_input, *, loop="unrolled", name=None,
         else:
             blk = dict(blk)
             layers.append({"module": "", **blk})
+    how = "; ".join(f"{path}: {h}" for path, h in ex.how)
     model = {"name": name or type(module).__name__,
+             "description": f"exported from PyTorch by hloscope.export "
+                            f"(torch.fx trace: {how})",
              "seed": int(seed),
              "input": {"shape": list(example_input.shape)},
              "layers": layers,

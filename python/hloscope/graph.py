@@ -49,16 +49,20 @@ class GraphBlock:
         self.params = {}
         self.ops = []
         self.names = {"x"}
+        self._next = {}
         self.scope = ""
         self.x = V("x", input_shape, input_dtype, self)
 
     # ---- names and params ----
     def _fresh(self, base):
         base = _ident(base)
-        name, k = base, 1
+        # A counter per base keeps naming linear in the number of ops.
+        k = self._next.get(base, 1)
+        name = base if k == 1 else f"{base}_{k}"
         while name in self.names:
             k += 1
             name = f"{base}_{k}"
+        self._next[base] = k + 1
         self.names.add(name)
         return name
 

@@ -112,6 +112,14 @@ class _unpatched:
         torch.nn.Module.__call__, torch.nn.Module.__getattr__ = self.saved
 
 
+class _nothing:
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        pass
+
+
 class _ConcreteTracer(_Tracer):
     """Evaluates each node on the example input as it is recorded, so the
     forward's Python control flow can ask for values (bool, iteration)."""
@@ -129,7 +137,12 @@ class _ConcreteTracer(_Tracer):
         if node.op == "placeholder":
             value = self._example
         else:
-            with torch.no_grad(), _unpatched():
+            # Only a module call (or the layers of scan_layers) goes
+            # through the patched Module methods; swapping them back costs
+            # a type-cache flush, so functions and methods skip it.
+            needs = node.op == "call_module" or \
+                node.target is markers._scan_layers_node
+            with torch.no_grad(), (_unpatched() if needs else _nothing()):
                 value = _eval_node(self.root, node, self._env)
         self._env[node] = value
         node.meta["hs_value"] = value

@@ -96,6 +96,17 @@ def test_gpt2_matches_pytorch():
     forward_matches(m, torch.randn(2, 24, 64), tag="gpt2")
 
 
+def test_fx_symbolic_decoder_matches_pytorch():
+    """A decoder torch.fx traces symbolically (no concrete fallback): the
+    causal mask is triu of a computed value (iota, compare, select)."""
+    torch.manual_seed(9)
+    m = models.FxDecoder(dim=64, heads=4, n_layers=4)
+    model, _ = forward_matches(m, torch.randn(2, 16, 64), tag="fx")
+    check("<root>: symbolic" in model["description"], model["description"])
+    check("iota" in {o["op"] for o in model["layers"][0]["ops"]},
+          "triu lowered with iota")
+
+
 def test_llama_scan_matches_pytorch():
     torch.manual_seed(3)
     m = models.Llama(dim=64, heads=4, hidden=172, n_layers=8, scan=True)

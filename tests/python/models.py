@@ -174,3 +174,51 @@ class SeedScan(nn.Module):
     def forward(self, x):
         from hloscope import scan_layers
         return scan_layers(self.layers, x)
+
+
+class FxBlock(nn.Module):
+    """A pre-norm decoder layer that torch.fx traces symbolically (no
+    Python ints from shapes): the causal mask from full_like(...).triu(1),
+    heads split with view(..., -1)."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim, bias=False)
+        self.out = nn.Linear(dim, dim, bias=False)
+        self.norm2 = nn.LayerNorm(dim)
+        self.up = nn.Linear(dim, 4 * dim)
+        self.down = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        h = self.norm1(x)
+        qkv = self.qkv(h).chunk(3, dim=-1)  # indexed: torch 1.13's fx
+        q, k, v = qkv[0], qkv[1], qkv[2]    # cannot unpack on Python 3.11
+        shape = (x.shape[0], x.shape[1], self.heads, -1)
+        q = q.view(shape).transpose(1, 2)
+        k = k.view(shape).transpose(1, 2)
+        v = v.view(shape).transpose(1, 2)
+        s = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5
+        s = s + torch.full_like(s, float("-inf")).triu(1)
+        a = (s.softmax(-1) @ v).transpose(1, 2).reshape(x.shape)
+        x = x + self.out(a)
+        return x + self.down(F.gelu(self.up(self.norm2(x))))
+
+
+class FxDecoder(nn.Module):
+    def __init__(self, dim=256, heads=8, n_layers=32, scan=False):
+        super().__init__()
+        self.scan = scan
+        self.layers = nn.ModuleList(FxBlock(dim, heads)
+                                    for _ in range(n_layers))
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x):
+        if self.scan:
+            from hloscope import scan_layers
+            x = scan_layers(self.layers, x)
+        else:
+            for layer in self.layers:
+                x = layer(x)
+        return self.norm(x)

@@ -1,0 +1,97 @@
+"""Export time of a 32-layer decoder (tests/python/models.py: FxDecoder,
+which torch.fx traces symbolically, and the Llama-style decoder, which
+needs the concrete trace), beside torch.fx.symbolic_trace and
+torch.jit.trace of the same module in the same run, and hloscope's compile
+time of each export (`hloscope compile`, wall clock of the process).
+
+usage: /usr/bin/python3 bench/export_bench.py [build/hloscope] [--repeats N]
+"""
+import argparse
+import warnings
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "python"))
+
+import torch  # noqa: E402
+import torch.fx  # noqa: E402
+
+import hloscope  # noqa: E402
+import models  # noqa: E402
+
+
+def timed(fn, repeats):
+    out, times = None, []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return out, statistics.median(times), min(times)
+
+
+def fmt(s):
+    return f"{s * 1e3:8.1f} ms"
+
+
+def main():
+    warnings.simplefilter("ignore")  # jit.trace warns about the structure check
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin", nargs="?", default=os.path.join(HERE, "..",
+                                                           "build",
+                                                           "hloscope"))
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    x = torch.randn(1, 128, 256)
+    cases = [
+        ("fx-decoder 32x256", models.FxDecoder(256, 8, 32), "unrolled"),
+        ("fx-decoder 32x256 scan_layers",
+         models.FxDecoder(256, 8, 32, scan=True), "scan"),
+        ("llama 32x256", models.Llama(256, 8, 688, 32), "unrolled"),
+        ("llama 32x256 scan_layers",
+         models.Llama(256, 8, 688, 32, scan=True), "scan"),
+    ]
+    print(f"input {list(x.shape)}, median (min) of {a.repeats} runs, "
+          f"torch {torch.__version__}, {os.cpu_count()} cpus")
+    print(f"{'model':32} {'hloscope.export':>22} {'fx.symbolic_trace':>22} "
+          f"{'jit.trace':>22} {'hloscope compile':>18}  ops  trace")
+    tmp = tempfile.mkdtemp(prefix="hs-export-bench-")
+    for name, m, loop in cases:
+        m.eval()
+        model, med, lo = timed(lambda: hloscope.export(m, x, loop=loop),
+                               a.repeats)
+        cols = [f"{fmt(med)} ({fmt(lo).strip()})"]
+        for fn in (lambda: torch.fx.symbolic_trace(m),
+                   lambda: torch.jit.trace(m, x, check_trace=False)):
+            try:
+                with torch.no_grad():
+                    _, fm, fl = timed(fn, a.repeats)
+                cols.append(f"{fmt(fm)} ({fmt(fl).strip()})")
+            except Exception as e:  # a trace that cannot handle the module
+                cols.append(f"{'fails: ' + type(e).__name__:>22}")
+        path = os.path.join(tmp, name.replace(" ", "_") + ".json")
+        with open(path, "w") as f:
+            json.dump(model, f)
+        ts = []
+        for _ in range(a.repeats):
+            t0 = time.perf_counter()
+            subprocess.run([a.bin, "compile", path], check=True,
+                           stdout=subprocess.DEVNULL)
+            ts.append(time.perf_counter() - t0)
+        ops = sum(len(b.get("ops", b.get("block", {}).get("ops", [])))
+                  for b in model["layers"])
+        how = "concrete" if "concrete" in model["description"] else \
+            "symbolic"
+        print(f"{name:32} {cols[0]:>22} {cols[1]:>22} {cols[2]:>22} "
+              f"{fmt(statistics.median(ts)):>18} {ops:5d}  {how}")
+
+
+if __name__ == "__main__":
+    main()
