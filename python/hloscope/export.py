@@ -488,6 +488,73 @@ def _m_softmax(L, node, m, args, kw):
     return _softmax(L, args[0], m.dim)
 
 
+def _heads(L, t, b, s, h, d):
+    """[B, S, E] -> [B, H, S, D]."""
+    return L.block.transpose(L.block.reshape(t, (b, s, h, d)), [0, 2, 1, 3])
+
+
+@_module(torch.nn.MultiheadAttention)
+def _m_mha(L, node, m, args, kw):
+    """nn.MultiheadAttention with one in_proj_weight (query, key and value
+    of one size), as torch.nn.functional.multi_head_attention_forward
+    computes it in eval mode: returns (output, weights or None)."""
+    if _arg(args, kw, 3, "key_padding_mask") is not None:
+        raise Unsupported("key_padding_mask")
+    if not m._qkv_same_embed_dim or m.bias_k is not None or m.add_zero_attn:
+        raise Unsupported("separate k/v sizes, bias_k/bias_v or "
+                          "add_zero_attn")
+    need = _arg(args, kw, 4, "need_weights", True)
+    mask = _arg(args, kw, 5, "attn_mask")
+    average = _arg(args, kw, 6, "average_attn_weights", True)
+    blk = L.block
+    q_in, k_in, v_in = (L.tensor(_arg(args, kw, i, n))
+                        for i, n in enumerate(("query", "key", "value")))
+    if len(q_in.shape) != 3:
+        raise Unsupported("an unbatched (2-D) query")
+    if not m.batch_first:
+        q_in, k_in, v_in = (blk.transpose(t, [1, 0, 2])
+                            for t in (q_in, k_in, v_in))
+    e, h = m.embed_dim, m.num_heads
+    d = e // h
+    b, sq, sk = q_in.shape[0], q_in.shape[1], k_in.shape[1]
+    w = L.get_attr_param(node.target, "in_proj_weight")
+    bias = L.get_attr_param(node.target, "in_proj_bias") \
+        if m.in_proj_bias is not None else None
+    proj = []
+    for i, t in enumerate((q_in, k_in, v_in)):
+        wi = blk.slice(w, [i * e, 0], [(i + 1) * e, e])
+        bi = blk.slice(bias, [i * e], [(i + 1) * e]) if bias else None
+        proj.append(_linear(L, t, wi, bi))
+    q = _heads(L, blk.binary("multiply", proj[0], 1.0 / math.sqrt(d)),
+               b, sq, h, d)
+    k = _heads(L, proj[1], b, sk, h, d)
+    v = _heads(L, proj[2], b, sk, h, d)
+    scores = blk.dot(q, k, [3], [3], [0, 1], [0, 1])  # [B, H, Sq, Sk]
+    if mask is not None:
+        mask = L.tensor(mask)
+        if len(mask.shape) == 3:  # [B * H, Sq, Sk]
+            mask = blk.reshape(mask, (b, h, sq, sk))
+        if mask.dtype == PRED:
+            scores = blk.select(mask, float("-inf"), scores)
+        else:
+            scores = blk.binary("add", scores, mask)
+    probs = _softmax(L, scores, -1)
+    out = blk.dot(probs, v, [3], [2], [0, 1], [0, 1])  # [B, H, Sq, D]
+    out = blk.reshape(blk.transpose(out, [0, 2, 1, 3]), (b, sq, e))
+    opath = node.target + ".out_proj"
+    out = _linear(L, out, L.get_attr_param(opath, "weight"),
+                  L.get_attr_param(opath, "bias")
+                  if m.out_proj.bias is not None else None)
+    if not m.batch_first:
+        out = blk.transpose(out, [1, 0, 2])
+    weights = None
+    if need:
+        weights = probs
+        if average:
+            weights = blk.binary("divide", blk.reduce(probs, [1]), float(h))
+    return [out, weights]
+
+
 # ---- functions and methods ---------------------------------------------------
 
 @_func("linear")

@@ -107,6 +107,19 @@ def test_fx_symbolic_decoder_matches_pytorch():
           "triu lowered with iota")
 
 
+def test_torch_transformer_encoder_matches_pytorch():
+    """torch.nn.TransformerEncoder / TransformerEncoderLayer and
+    nn.MultiheadAttention as PyTorch ships them: causal mask, batch first
+    and sequence first."""
+    torch.manual_seed(10)
+    m = models.TorchEncoder(dim=64, heads=4, n_layers=3)
+    model, d = forward_matches(m, torch.randn(2, 16, 64), tag="encoder")
+    files = set(os.listdir(os.path.join(d, "params")))
+    check("encoder.layers.2.self_attn.in_proj_weight.npy" in files and
+          "seq_first.self_attn.out_proj.bias.npy" in files,
+          f"MultiheadAttention's state_dict names: {sorted(files)[:8]}")
+
+
 def test_llama_scan_matches_pytorch():
     torch.manual_seed(3)
     m = models.Llama(dim=64, heads=4, hidden=172, n_layers=8, scan=True)

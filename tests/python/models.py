@@ -222,3 +222,24 @@ class FxDecoder(nn.Module):
             for layer in self.layers:
                 x = layer(x)
         return self.norm(x)
+
+
+class TorchEncoder(nn.Module):
+    """torch.nn's own Transformer layers (nobody here wrote them): a causal
+    pre-norm encoder stack, batch first, GELU, and a post-norm layer in
+    sequence-first layout without a mask."""
+
+    def __init__(self, dim=64, heads=4, n_layers=3):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.1,
+                                           activation="gelu",
+                                           batch_first=True, norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, n_layers,
+                                             enable_nested_tensor=False)
+        self.seq_first = nn.TransformerEncoderLayer(dim, heads, 2 * dim,
+                                                    dropout=0.1)
+
+    def forward(self, x):
+        mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+        h = self.encoder(x, mask=mask)
+        return self.seq_first(h.transpose(0, 1)).transpose(0, 1)
