@@ -92,7 +92,8 @@ def _arg(args, kwargs, i, name, default=None):
 
 
 class _Lowering:
-    def __init__(self, gm, prefix, input_shape, exporter, module):
+    def __init__(self, gm, prefix, input_shape, exporter, module,
+                 input_dtype=F32):
         self.gm = gm
         self.module = module  # the traced module (gm keeps only what the
         # graph calls)
@@ -101,7 +102,7 @@ class _Lowering:
         # "layers.0" when exporting a layer of a scan)
         self.ex = exporter
         self.blocks = []  # model-format entries, in order
-        self.block = GraphBlock(input_shape)
+        self.block = GraphBlock(input_shape, input_dtype)
         self.env = {}
         self.static = {}
         self.unsupported = collections.Counter()
@@ -555,6 +556,38 @@ def _m_mha(L, node, m, args, kw):
     return [out, weights]
 
 
+def _embedding(L, ids, weight):
+    """weight[ids] as one-hot(ids) @ weight: exact (each output sums one
+    product by 1 and zeros), and no gather op is needed."""
+    blk = L.block
+    ids = L.tensor(ids)
+    if ids.dtype == F32:
+        raise Unsupported("an embedding of float values (the ids must be "
+                          "an integer input: export with integer ids)")
+    vocab = weight.shape[0]
+    shape = ids.shape + (vocab,)
+    column = blk.reshape(blk.convert(ids, F32), ids.shape + (1,))
+    onehot = blk.compare("EQ", blk.broadcast(column, shape),
+                         blk.emit("iota", [], {"shape": list(shape),
+                                               "dimension": len(ids.shape)},
+                                  shape, F32))
+    return blk.dot(blk.convert(onehot, F32), weight, [len(ids.shape)], [0])
+
+
+@_module(torch.nn.Embedding)
+def _m_embedding(L, node, m, args, kw):
+    if m.max_norm is not None:
+        raise Unsupported("max_norm (renormalises the weight in place)")
+    return _embedding(L, args[0], L.get_attr_param(node.target, "weight"))
+
+
+@_func("embedding")
+def _f_embedding(L, node, a, kw):
+    if _arg(a, kw, 3, "max_norm") is not None:
+        raise Unsupported("max_norm")
+    return _embedding(L, a[0], L.tensor(_arg(a, kw, 1, "weight")))
+
+
 # ---- functions and methods ---------------------------------------------------
 
 @_func("linear")
@@ -983,10 +1016,13 @@ class _Exporter:
     def lower_module(self, module, prefix, example):
         gm, how = _trace(module, example)
         self.how.append((prefix or "<root>", how))
-        L = _Lowering(gm, prefix, tuple(example.shape), self, module)
+        L = _Lowering(gm, prefix, tuple(example.shape), self, module,
+                      _DTYPES[example.dtype])
         if not isinstance(example, torch.Tensor) or \
-                example.dtype != torch.float32:
-            raise ExportError("export takes an f32 example input, got "
+                example.dtype not in (torch.float32, torch.int64,
+                                      torch.int32):
+            raise ExportError("export takes an f32 example input (or integer "
+                              "token ids), got "
                               f"{getattr(example, 'dtype', type(example))}")
         L.run()
         self.unsupported.update(L.unsupported)
@@ -1013,6 +1049,13 @@ def export(module, example_input, *, loop="unrolled", name=None,
         raise ValueError(f'loop must be "unrolled" or "scan", got {loop!r}')
     if not isinstance(example_input, torch.Tensor):
         raise ExportError("export takes one example tensor")
+    ids = None
+    if not example_input.is_floating_point():
+        # Token ids: drawn by hloscope in [0, ids), ids the smallest
+        # vocabulary of the module's embeddings (or above the example's).
+        vocabs = [e.num_embeddings for e in module.modules()
+                  if isinstance(e, torch.nn.Embedding)]
+        ids = min(vocabs) if vocabs else int(example_input.max()) + 1
     if example_input.dim() not in (2, 3):
         raise ExportError(
             f"the model format takes a 2-D or 3-D input ([batch, features] "
@@ -1021,7 +1064,8 @@ def export(module, example_input, *, loop="unrolled", name=None,
     module.eval()
     try:
         ex = _Exporter(module)
-        L = ex.lower_module(module, "", example_input.float())
+        L = ex.lower_module(module, "",
+                            example_input if ids else example_input.float())
     finally:
         module.train(was_training)
     if ex.unsupported:
@@ -1054,7 +1098,8 @@ def export(module, example_input, *, loop="unrolled", name=None,
              "description": f"exported from PyTorch by hloscope.export "
                             f"(torch.fx trace: {how})",
              "seed": int(seed),
-             "input": {"shape": list(example_input.shape)},
+             "input": {"shape": list(example_input.shape),
+                       **({"ids": ids} if ids else {})},
              "layers": layers,
              "loop": loop}
     if device:

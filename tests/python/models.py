@@ -243,3 +243,23 @@ class TorchEncoder(nn.Module):
         mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
         h = self.encoder(x, mask=mask)
         return self.seq_first(h.transpose(0, 1)).transpose(0, 1)
+
+
+class TinyLM(nn.Module):
+    """Token ids in, logits out: an nn.Embedding, learned positions, two
+    Llama layers, a final norm and an untied head."""
+
+    def __init__(self, vocab=300, dim=32, heads=4, n_layers=2):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, dim)
+        self.pos = nn.Parameter(torch.randn(64, dim) * 0.02)
+        self.layers = nn.ModuleList(LlamaLayer(dim, heads, 2 * dim)
+                                    for _ in range(n_layers))
+        self.norm = RMSNorm(dim)
+        self.lm_head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, ids):
+        x = self.embed_tokens(ids) + self.pos[: ids.shape[1]]
+        for layer in self.layers:
+            x = layer(x)
+        return self.lm_head(self.norm(x))

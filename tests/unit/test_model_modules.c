@@ -235,6 +235,31 @@ static void graph_extension_errors_name_the_path(void **state)
 #undef G
 }
 
+/* "input": {"ids": N}: s32 token ids in [0, N), drawn from the seed. */
+static void token_id_input(void **state)
+{
+    (void)state;
+    hs_model *m = load(
+        "{\"input\": {\"shape\": [4, 64], \"ids\": 10}, \"layers\": ["
+        "{\"type\": \"graph\", \"ops\": [{\"name\": \"f\", \"op\": "
+        "\"convert\", \"args\": [\"x\"], \"attrs\": {\"type\": "
+        "\"f32\"}}]}]}");
+    assert_int_equal(m->input_shape.dtype, HS_S32);
+    assert_int_equal(m->input->shape.dtype, HS_S32);
+    const int32_t *v = m->input->data;
+    int seen[10] = {0};
+    for (int i = 0; i < 256; i++) {
+        assert_true(v[i] >= 0 && v[i] < 10);
+        seen[v[i]] = 1;
+    }
+    for (int k = 0; k < 10; k++)
+        assert_true(seen[k]); /* 256 draws reach every id */
+    hs_model_free(m);
+    hs_error e = load_fails("{\"input\": {\"shape\": [4, 64], \"ids\": 0},"
+                            " \"layers\": [{\"type\": \"relu\"}]}");
+    expect_path(&e, "/input/ids", NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +268,7 @@ int main(void)
         cmocka_unit_test(root_repeat_scans_with_values),
         cmocka_unit_test(module_errors_name_the_path),
         cmocka_unit_test(graph_extension_errors_name_the_path),
+        cmocka_unit_test(token_id_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -175,7 +175,8 @@ typedef struct hs_model {
     int n_offload_names;
     hs_train_config train;
 
-    hs_shape input_shape;  /* f32 [batch, features] or [batch, seq, features] */
+    hs_shape input_shape;  /* f32 [batch, features] or [batch, seq, features];
+                              s32 token ids with "input": {"ids": N} */
     hs_shape output_shape; /* f32, shape of the module's root */
     int n_layers;          /* top-level blocks after repeat expansion */
 

@@ -188,6 +188,25 @@ static bool check_train(hs_model *m, hs_error *err)
     return true;
 }
 
+/* s32 indices floor(u * classes) with u from stream (class targets,
+ * token ids). false on host OOM. */
+static bool fill_indices(uint64_t seed, const char *stream, int64_t classes,
+                         hs_tensor *t)
+{
+    int64_t n = hs_shape_elements(&t->shape);
+    float *u = malloc((size_t)(n > 0 ? n : 1) * sizeof *u);
+    if (!u)
+        return false;
+    hs_model_fill_uniform(seed, stream, 0, 1, u, n);
+    int32_t *idx = t->data;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = (int64_t)(u[i] * (float)classes);
+        idx[i] = (int32_t)(c < classes ? c : classes - 1);
+    }
+    free(u);
+    return true;
+}
+
 static hs_tensor *draw_target(const hs_model *m)
 {
     const hs_shape *out = &m->output_shape;
@@ -204,19 +223,10 @@ static hs_tensor *draw_target(const hs_model *m)
     hs_tensor *t = hs_tensor_new(&s);
     if (!t || m->train.target == HS_TARGET_ZEROS)
         return t;
-    int64_t n = hs_shape_elements(&s);
-    float *u = malloc((size_t)(n > 0 ? n : 1) * sizeof *u);
-    if (!u) {
+    if (!fill_indices(m->seed, "target", classes, t)) {
         hs_tensor_free(t);
         return NULL;
     }
-    hs_model_fill_uniform(m->seed, "target", 0, 1, u, n);
-    int32_t *idx = t->data;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t c = (int64_t)(u[i] * (float)classes);
-        idx[i] = (int32_t)(c < classes ? c : classes - 1);
-    }
-    free(u);
     return t;
 }
 
@@ -226,8 +236,14 @@ static bool draw_data(hs_model *m, hs_error *err)
     if (!m->input || !hs_stacks_materialize(m->stacks, m->n_stacks) ||
         !hs_params_materialize(m->seed, m->params, m->n_params, m->stacks))
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
-    hs_model_fill_uniform(m->seed, "input", -1, 1, hs_tensor_f32(m->input),
-                          hs_shape_elements(&m->input_shape));
+    if (m->input_shape.dtype == HS_S32) {
+        if (!fill_indices(m->seed, "input", m->desc->input_ids, m->input))
+            return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    } else {
+        hs_model_fill_uniform(m->seed, "input", -1, 1,
+                              hs_tensor_f32(m->input),
+                              hs_shape_elements(&m->input_shape));
+    }
     if (m->train.enabled && !(m->target = draw_target(m)))
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     return true;

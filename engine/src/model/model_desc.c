@@ -405,7 +405,7 @@ static bool parse_block_list(desc_parser *p, const json_t *arr,
 static const char *const k_top_keys[] = {
     "name",  "description", "seed",  "input",  "layers",
     "loop",  "residuals",   "train", "device", NULL};
-static const char *const k_input_keys[] = {"shape", NULL};
+static const char *const k_input_keys[] = {"shape", "ids", NULL};
 static const char *const k_train_keys[] = {"loss", "target", "optimizer",
                                            "steps", NULL};
 static const char *const k_sgd_keys[] = {"type", "lr", NULL};
@@ -496,7 +496,8 @@ static const char *const k_targets[] = {"zeros", "random", NULL};
 static const char *const k_optimizers[] = {"sgd", "adam", NULL};
 
 static bool parse_input(desc_parser *p, const json_t *root,
-                        const hs_model_options *opts, hs_shape *out)
+                        const hs_model_options *opts, hs_shape *out,
+                        int64_t *ids)
 {
     js_walker *w = &p->w;
     const json_t *in = json_object_get(root, "input");
@@ -510,7 +511,10 @@ static bool parse_input(desc_parser *p, const json_t *root,
     bool ok = js_expect_object(w, in, "the input") &&
               js_check_keys(w, in, k_input_keys) &&
               js_get_int_array(w, in, "shape", true, 1, INT64_MAX,
-                               HS_MAX_RANK, dims, &rank);
+                               HS_MAX_RANK, dims, &rank) &&
+              /* Token ids for an embedding: s32 in [0, ids); f32 is exact
+               * for them up to 2^24, which a one-hot lowering relies on. */
+              js_get_int(w, in, "ids", false, 0, 1, INT64_C(1) << 24, ids);
     if (ok && (rank < 2 || rank > 3))
         ok = js_fail(w, HS_ERR_INVALID, "shape",
                      "expected [batch, features] or [batch, seq, features], "
@@ -529,7 +533,7 @@ static bool parse_input(desc_parser *p, const json_t *root,
                          (long long)p->limits->max_tensor_elements);
     }
     if (ok)
-        *out = hs_shape_make(HS_F32, rank, dims);
+        *out = hs_shape_make(*ids > 0 ? HS_S32 : HS_F32, rank, dims);
     js_pop(w, mark);
     return ok;
 }
@@ -655,7 +659,7 @@ bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
         !parse_names(&p, root, opts, out) ||
         !parse_loop(&p, root, opts, &out->loop) ||
         !parse_residuals(&p, root, opts, out) ||
-        !parse_input(&p, root, opts, &out->input_shape) ||
+        !parse_input(&p, root, opts, &out->input_shape, &out->input_ids) ||
         !parse_train(&p, root, &out->train))
         return false;
 

@@ -141,7 +141,8 @@ struct hs_model_desc {
     const char **offload_names; /* residuals: {"offload": [...]} */
     int n_offload_names;
     hs_train_config train;
-    hs_shape input_shape;
+    hs_shape input_shape; /* f32, or s32 token ids when input_ids > 0 */
+    int64_t input_ids;    /* "ids": ids are drawn in [0, input_ids) */
     int n_layers; /* after expansion; copies of a repeat share one block */
     const hs_block **layers;
     hs_layer_name *layer_names; /* n_layers */
