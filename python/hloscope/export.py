@@ -305,20 +305,21 @@ class _Lowering:
         return self.block.x
 
 
-def _has_v(obj):
-    if isinstance(obj, V):
+def _contains(obj, kind):
+    """Whether obj is, or a (nested) list/tuple holds, an instance of kind."""
+    if isinstance(obj, kind):
         return True
     if isinstance(obj, (list, tuple)):
-        return any(_has_v(e) for e in obj)
+        return any(_contains(e, kind) for e in obj)
     return False
+
+
+def _has_v(obj):
+    return _contains(obj, V)
 
 
 def _has_tensor(obj):
-    if isinstance(obj, torch.Tensor):
-        return True
-    if isinstance(obj, (list, tuple)):
-        return any(_has_tensor(e) for e in obj)
-    return False
+    return _contains(obj, torch.Tensor)
 
 
 def _json_floats(flat):
@@ -336,20 +337,20 @@ _FUNCS = {}
 _MODULES = {}
 
 
-def _func(*names):
-    def deco(fn):
-        for n in names:
-            _FUNCS[n] = fn
-        return fn
-    return deco
+def _registers(table):
+    """A decorator factory: @deco(key, ...) files the function under each
+    key of table (functions and methods by name, modules by class)."""
+    def register(*keys):
+        def deco(fn):
+            for k in keys:
+                table[k] = fn
+            return fn
+        return deco
+    return register
 
 
-def _module(*types):
-    def deco(fn):
-        for t in types:
-            _MODULES[t] = fn
-        return fn
-    return deco
+_func = _registers(_FUNCS)
+_module = _registers(_MODULES)
 
 
 def _linear(L, x, w, b):

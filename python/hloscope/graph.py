@@ -163,55 +163,47 @@ class GraphBlock:
                                                "sign") else v
         return self.emit(op, [v], None, v.shape, v.dtype)
 
+    def _promote(self, values, dtype, out):
+        """values (V or Python numbers) as operands of one type and shape."""
+        return [self.broadcast(self.convert(x, dtype), out)
+                if isinstance(x, V) else self.const(x, out, dtype)
+                for x in values]
+
+    @staticmethod
+    def _common_type(values):
+        """numpy-like promotion over pred < s32 < f32 (Python floats are
+        f32, ints s32, bools pred)."""
+        types = {x.dtype if isinstance(x, V) else
+                 PRED if isinstance(x, bool) else
+                 S32 if isinstance(x, int) else F32 for x in values}
+        for t in (F32, S32, PRED):
+            if t in types:
+                return t
+        return F32
+
+    @staticmethod
+    def _out_shape(values):
+        return broadcast_shapes(*[x.shape for x in values
+                                  if isinstance(x, V)])
+
     def binary(self, op, a, b, dtype=None):
         """Element-wise with numpy broadcasting; a and b are values or
         Python numbers; mixed types promote to f32."""
-        shapes = [x.shape for x in (a, b) if isinstance(x, V)]
-        out = broadcast_shapes(*shapes)
-        types = {x.dtype for x in (a, b) if isinstance(x, V)}
-        if dtype is None:
-            if F32 in types or any(isinstance(x, float) for x in (a, b)):
-                dtype = F32
-            elif S32 in types or any(isinstance(x, int) and
-                                     not isinstance(x, bool) for x in (a, b)):
-                dtype = S32
-            else:
-                dtype = PRED
-        ops = []
-        for x in (a, b):
-            if isinstance(x, V):
-                ops.append(self.broadcast(self.convert(x, dtype), out))
-            else:
-                ops.append(self.const(x, out, dtype))
-        return self.emit(op, ops, None, out, dtype)
+        out = self._out_shape((a, b))
+        dtype = dtype or self._common_type((a, b))
+        return self.emit(op, self._promote((a, b), dtype, out), None, out,
+                         dtype)
 
     def compare(self, direction, a, b):
-        shapes = [x.shape for x in (a, b) if isinstance(x, V)]
-        out = broadcast_shapes(*shapes)
-        types = {x.dtype for x in (a, b) if isinstance(x, V)}
-        dtype = F32 if (F32 in types or any(isinstance(x, float)
-                                            for x in (a, b))) else \
-            (S32 if S32 in types or PRED not in types else PRED)
-        ops = []
-        for x in (a, b):
-            if isinstance(x, V):
-                ops.append(self.broadcast(self.convert(x, dtype), out))
-            else:
-                ops.append(self.const(x, out, dtype))
+        out = self._out_shape((a, b))
+        ops = self._promote((a, b), self._common_type((a, b)), out)
         return self.emit("compare", ops, {"direction": direction}, out, PRED)
 
     def select(self, cond, a, b):
-        shapes = [x.shape for x in (cond, a, b) if isinstance(x, V)]
-        out = broadcast_shapes(*shapes)
-        types = {x.dtype for x in (a, b) if isinstance(x, V)}
-        dtype = F32 if F32 in types or any(isinstance(x, float)
-                                           for x in (a, b)) else \
-            (types.pop() if len(types) == 1 else F32)
-        c = self.broadcast(self.convert(cond, PRED), out)
-        ops = [c]
-        for x in (a, b):
-            ops.append(self.broadcast(self.convert(x, dtype), out)
-                       if isinstance(x, V) else self.const(x, out, dtype))
+        out = self._out_shape((cond, a, b))
+        dtype = self._common_type((a, b))
+        ops = [self.broadcast(self.convert(cond, PRED), out)]
+        ops += self._promote((a, b), dtype, out)
         return self.emit("select", ops, None, out, dtype)
 
     def reduce(self, v, dims, reducer="add"):

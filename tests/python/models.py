@@ -88,13 +88,15 @@ class LlamaLayer(nn.Module):
         return h + self.mlp(self.post_attention_layernorm(h))
 
 
-class Llama(nn.Module):
-    def __init__(self, dim=64, heads=4, hidden=172, n_layers=8, scan=False):
+class LayerStack(nn.Module):
+    """self.layers applied in order, as a Python loop or (scan=True) with
+    hloscope.scan_layers, then self.norm."""
+
+    def __init__(self, layers, norm, scan=False):
         super().__init__()
         self.scan = scan
-        self.layers = nn.ModuleList(LlamaLayer(dim, heads, hidden)
-                                    for _ in range(n_layers))
-        self.norm = RMSNorm(dim)
+        self.layers = nn.ModuleList(layers)
+        self.norm = norm
 
     def forward(self, x):
         if self.scan:
@@ -104,6 +106,12 @@ class Llama(nn.Module):
             for layer in self.layers:
                 x = layer(x)
         return self.norm(x)
+
+
+class Llama(LayerStack):
+    def __init__(self, dim=64, heads=4, hidden=172, n_layers=8, scan=False):
+        super().__init__((LlamaLayer(dim, heads, hidden)
+                          for _ in range(n_layers)), RMSNorm(dim), scan)
 
 
 class GPT2Block(nn.Module):
@@ -155,27 +163,6 @@ class GPT2(nn.Module):
         return self.head(self.ln_f(x))
 
 
-class DecoderLayer(nn.Module):
-    """The seed's layer: one Linear(dim) (issue #16's snippet)."""
-
-    def __init__(self, dim):
-        super().__init__()
-        self.linear = nn.Linear(dim, dim)
-
-    def forward(self, x):
-        return self.linear(x)
-
-
-class SeedScan(nn.Module):
-    def __init__(self, dim=1024, n=64):
-        super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(dim) for _ in range(n))
-
-    def forward(self, x):
-        from hloscope import scan_layers
-        return scan_layers(self.layers, x)
-
-
 class FxBlock(nn.Module):
     """A pre-norm decoder layer that torch.fx traces symbolically (no
     Python ints from shapes): the causal mask from full_like(...).triu(1),
@@ -206,22 +193,10 @@ class FxBlock(nn.Module):
         return x + self.down(F.gelu(self.up(self.norm2(x))))
 
 
-class FxDecoder(nn.Module):
+class FxDecoder(LayerStack):
     def __init__(self, dim=256, heads=8, n_layers=32, scan=False):
-        super().__init__()
-        self.scan = scan
-        self.layers = nn.ModuleList(FxBlock(dim, heads)
-                                    for _ in range(n_layers))
-        self.norm = nn.LayerNorm(dim)
-
-    def forward(self, x):
-        if self.scan:
-            from hloscope import scan_layers
-            x = scan_layers(self.layers, x)
-        else:
-            for layer in self.layers:
-                x = layer(x)
-        return self.norm(x)
+        super().__init__((FxBlock(dim, heads) for _ in range(n_layers)),
+                         nn.LayerNorm(dim), scan)
 
 
 class TorchEncoder(nn.Module):

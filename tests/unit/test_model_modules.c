@@ -180,6 +180,9 @@ static void module_errors_name_the_path(void **state)
                    "{\"module\": \"a..b\", \"type\": \"relu\"}]}");
     expect_path(&e, "/layers/0/module", "module path");
     e = load_fails("{\"input\": {\"shape\": [2, 4]}, \"layers\": ["
+                   "{\"module\": \"a.\", \"type\": \"relu\"}]}");
+    expect_path(&e, "/layers/0/module", "module path");
+    e = load_fails("{\"input\": {\"shape\": [2, 4]}, \"layers\": ["
                    "{\"module\": \"act\", \"type\": \"relu\"}, "
                    "{\"module\": \"act\", \"type\": \"tanh\"}]}");
     expect_path(&e, "/layers/1/module", "\"act\"");

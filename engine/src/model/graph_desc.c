@@ -106,25 +106,12 @@ static bool valid_identifier(const char *s)
 }
 
 /* A param's name may be a state_dict path ("self_attn.q_proj.weight",
- * "0.bias"): segments of letters, digits and '_' joined by '.'. */
+ * "0.bias"): an identifier, or segments joined by '.'. */
 static bool valid_param_name(const char *s)
 {
     if (strchr(s, '.') == NULL)
         return valid_identifier(s);
-    bool empty = true;
-    for (; *s; s++) {
-        if (*s == '.') {
-            if (empty)
-                return false;
-            empty = true;
-        } else if (*s == '_' || (*s >= 'a' && *s <= 'z') ||
-                   (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')) {
-            empty = false;
-        } else {
-            return false;
-        }
-    }
-    return !empty;
+    return hs_valid_module_path(s, 200);
 }
 
 static bool add_name(js_walker *w, names *ns, const char *name,

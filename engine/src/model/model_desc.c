@@ -213,12 +213,12 @@ static const char *const k_repeat_keys[] = {"repeat", "block", "module",
                                             NULL};
 static const char *const k_nested_repeat_keys[] = {"repeat", "block", NULL};
 
-/* A module path as PyTorch names submodules: segments of letters, digits
- * and '_' joined by '.' ("layers", "model.norm"), or "" for the root. */
-static bool valid_module_name(const char *s)
+bool hs_valid_module_path(const char *s, size_t max_len)
 {
-    if (strlen(s) > HS_LAYER_NAME_MAX)
+    if (strlen(s) > max_len)
         return false;
+    if (!*s)
+        return true; /* the root */
     bool seg_empty = true;
     for (; *s; s++) {
         if (*s == '.') {
@@ -232,7 +232,7 @@ static bool valid_module_name(const char *s)
             return false;
         }
     }
-    return true;
+    return !seg_empty;
 }
 
 /* The "module" key of a top-level entry: NULL when absent (the layer is
@@ -247,7 +247,7 @@ static const char *parse_module(desc_parser *p, const json_t *e, bool *ok)
         *ok = false;
         return NULL;
     }
-    if (m && !valid_module_name(m)) {
+    if (m && !hs_valid_module_path(m, HS_LAYER_NAME_MAX)) {
         *ok = js_fail(&p->w, HS_ERR_INVALID, "module",
                       "expected a module path (names of letters, digits and "
                       "'_' joined by '.', at most %d long, or \"\" for the "

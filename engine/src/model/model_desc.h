@@ -128,6 +128,11 @@ typedef struct hs_layer_name {
     int64_t index;
 } hs_layer_name;
 
+/* A module path as PyTorch names submodules and state: non-empty segments
+ * of letters, digits and '_' joined by '.' ("layers.3.attn", "0.bias"), at
+ * most max_len long, or "" (the root module). */
+bool hs_valid_module_path(const char *s, size_t max_len);
+
 /* Writes a layer's module name ("layers.3", "norm", "" for the root);
  * returns its length. */
 size_t hs_layer_name_format(const hs_layer_name *n, char *buf, size_t size);
