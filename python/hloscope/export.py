@@ -203,7 +203,10 @@ class _Lowering:
                     self.env[node] = self.block.x
                 continue
             if node.op == "output":
-                return self.finish(node)
+                try:
+                    return self.finish(node)
+                except Unsupported as e:
+                    raise ExportError(f"the module's output: {e}") from None
             if node.op == "get_attr":
                 v = self.get_attr(node)
                 if v is not None:
@@ -222,7 +225,8 @@ class _Lowering:
                 self.env[node] = self.lower(node)
             except Unsupported as e:
                 self.fail(node, str(e))
-            except (ValueError, IndexError, KeyError, TypeError) as e:
+            except (ValueError, IndexError, KeyError, TypeError,
+                    AttributeError, NotImplementedError) as e:
                 self.fail(node, f"{type(e).__name__}: {e}")
 
     def fail(self, node, why):
@@ -1015,7 +1019,16 @@ class _Exporter:
         self.how = []
 
     def lower_module(self, module, prefix, example):
-        gm, how = _trace(module, example)
+        try:
+            gm, how = _trace(module, example)
+        except ExportError:
+            raise
+        except Exception as e:
+            # Neither trace could follow the forward: say where.
+            raise ExportError(
+                f"cannot trace {type(module).__name__} "
+                f"({prefix or '<root>'}) on an input of shape "
+                f"{list(example.shape)}: {type(e).__name__}: {e}") from e
         self.how.append((prefix or "<root>", how))
         L = _Lowering(gm, prefix, tuple(example.shape), self, module,
                       _DTYPES[example.dtype])
