@@ -104,7 +104,7 @@ class _Lowering:
         self.blocks = []  # model-format entries, in order
         self.block = GraphBlock(input_shape, input_dtype)
         self.env = {}
-        self.static = {}
+        self.static = set()  # nodes computed without the input or params
         self.unsupported = collections.Counter()
         # State is what the module itself holds (the GraphModule adds its
         # tensor constants as buffers).
@@ -120,6 +120,9 @@ class _Lowering:
         if isinstance(a, torch.fx.Node):
             if a in self.env:
                 v = self.env[a]
+                if a in self.static and v.block is not self.block:
+                    return a.meta.get("hs_value")  # computed in an earlier
+                    # block: folded here
                 if isinstance(v, V) and v.block is not self.block:
                     raise Unsupported(
                         "a value computed before a scan_layers call is used "
@@ -150,12 +153,37 @@ class _Lowering:
         flat = x.detach().reshape(-1).to(torch.float32)
         if flat.numel() and bool((flat == flat[0]).all()):
             return self.block.const(float(flat[0]), tuple(x.shape), dt)
+        tri = _triangle(x)
+        if tri is not None:
+            return self._triangle(x, *tri)
+        # One param per distinct constant in a block (every unrolled layer
+        # folds the same rotary table or mask).
+        key = (tuple(x.shape), dt, flat.numpy().tobytes())
+        if key in self.block.constants:
+            return self.block.constants[key]
         pname, k = "_constants." + name, 1
         while pname in self.block.params:
             k += 1
             pname = f"_constants.{name}_{k}"
         v = self.block.param(pname, tuple(x.shape), values=_json_floats(flat))
-        return self.block.convert(v, dt)
+        v = self.block.convert(v, dt)
+        self.block.constants[key] = v
+        return v
+
+    def _triangle(self, x, k, hi, lo, upper):
+        """x = hi where col - row >= k (upper) or <= k (lower), else lo, in
+        its last two axes: iota, compare, select, no table in the JSON."""
+        blk = self.block
+        dt = _dtype(x)
+        sq = tuple(x.shape[-2:])
+        rows = blk.emit("iota", [], {"shape": list(sq), "dimension": 0}, sq,
+                        F32)
+        cols = blk.emit("iota", [], {"shape": list(sq), "dimension": 1}, sq,
+                        F32)
+        where = blk.compare("GE" if upper else "LE",
+                            blk.binary("subtract", cols, rows), float(k))
+        v = blk.select(where, float(hi), float(lo))
+        return blk.broadcast(blk.convert(v, dt), tuple(x.shape))
 
     def get_attr(self, node):
         target = node.target
@@ -181,9 +209,9 @@ class _Lowering:
     # ---- the walk ---------------------------------------------------------
     def depends(self, node):
         """Whether node computes on the input or a parameter (then it is
-        lowered; otherwise its value on the example is a constant)."""
-        return any(a in self.env and _has_v(self.env[a])
-                   for a in node.all_input_nodes)
+        lowered; otherwise it is static, see lower_static)."""
+        return any(a in self.env and a not in self.static and
+                   _has_v(self.env[a]) for a in node.all_input_nodes)
 
     def run(self):
         placeholders = [n for n in self.gm.graph.nodes
@@ -214,7 +242,8 @@ class _Lowering:
                 continue
             if not self.depends(node) and node.op != "call_module" and \
                     node.target is not markers._scan_layers_node:
-                continue  # static: its hs_value is used as is
+                self.lower_static(node)
+                continue
             val = node.meta.get("hs_value")
             if node.op != "call_module" and not _has_tensor(val):
                 # A size, a dtype, a Python number: its value on the
@@ -228,6 +257,28 @@ class _Lowering:
             except (ValueError, IndexError, KeyError, TypeError,
                     AttributeError, NotImplementedError) as e:
                 self.fail(node, f"{type(e).__name__}: {e}")
+
+    def lower_static(self, node):
+        """A tensor that depends on neither the input nor a parameter (a
+        rotary table from arange, a causal mask from full(-inf).triu(1)):
+        computed with ops when every op on the way lowers, so the JSON
+        stays small; otherwise its value on the example is folded into a
+        constant where it is used."""
+        val = node.meta.get("hs_value")
+        if not isinstance(val, torch.Tensor) or val.dtype not in _DTYPES:
+            return
+        mark = self.block.mark()
+        try:
+            v = self.lower(node)
+        except (Unsupported, ValueError, IndexError, KeyError, TypeError,
+                AttributeError, NotImplementedError):
+            self.block.rollback(mark)
+            return
+        if isinstance(v, V) and v.shape == tuple(val.shape):
+            self.env[node] = v
+            self.static.add(node)
+        else:
+            self.block.rollback(mark)
 
     def fail(self, node, why):
         label = _op_label(node)
@@ -324,6 +375,32 @@ def _has_v(obj):
 
 def _has_tensor(obj):
     return _contains(obj, torch.Tensor)
+
+
+def _triangle(x):
+    """(k, hi, lo, upper) when x, over its last two axes and the same in
+    every leading index, holds hi on one side of a diagonal and lo on the
+    other (a causal mask: tril(ones), full(-inf).triu(1)); else None."""
+    if x.dim() < 2 or x.shape[-1] < 2 or x.shape[-2] < 2 or \
+            x.numel() > (1 << 24):
+        return None
+    m = x.detach().reshape(-1, *x.shape[-2:]).to(torch.float32)
+    if not bool((m == m[0]).all()):
+        return None
+    m = m[0]
+    vals = torch.unique(m)
+    if vals.numel() != 2 or bool(torch.isnan(vals).any()):
+        return None
+    rows = torch.arange(m.shape[0]).unsqueeze(1)
+    cols = torch.arange(m.shape[1]).unsqueeze(0)
+    d = (cols - rows).expand(m.shape)
+    for hi, lo in ((vals[0], vals[1]), (vals[1], vals[0])):
+        dh, dl = d[m == hi], d[m == lo]
+        if int(dl.max()) < int(dh.min()):
+            return int(dh.min()), float(hi), float(lo), True
+        if int(dh.max()) < int(dl.min()):
+            return int(dh.max()), float(hi), float(lo), False
+    return None
 
 
 def _json_floats(flat):
@@ -1003,6 +1080,40 @@ def _f_getitem(L, node, a, kw):
 def _f_like(L, node, a, kw):
     t = node.meta["hs_value"]
     return L.tensor(t, node.name)
+
+
+@_func("arange")
+def _f_arange(L, node, a, kw):
+    out = node.meta["hs_value"]
+    nums = [x for x in a if isinstance(x, (int, float))]
+    start, step = (0, 1) if len(nums) < 2 else (nums[0], 1)
+    if len(nums) >= 3:
+        step = nums[2]
+    start, step = kw.get("start", start), kw.get("step", step)
+    blk = L.block
+    v = blk.emit("iota", [], {"shape": [out.shape[0]], "dimension": 0},
+                 (out.shape[0],), F32)
+    if step != 1:
+        v = blk.binary("multiply", v, float(step))
+    if start != 0:
+        v = blk.binary("add", v, float(start))
+    return blk.convert(v, _dtype(out))
+
+
+@_func("full", "ones", "zeros", "empty_like")
+def _f_full(L, node, a, kw):
+    out = node.meta["hs_value"]
+    if out.numel() and not bool((out == out.reshape(-1)[0]).all()):
+        raise Unsupported("uninitialised values")
+    return L.tensor(out, node.name)
+
+
+@_func("outer", "ger")
+def _f_outer(L, node, a, kw):
+    x, y = L.tensor(a[0]), L.tensor(a[1])
+    blk = L.block
+    return blk.binary("multiply", blk.reshape(x, x.shape + (1,)),
+                      blk.reshape(y, (1,) + y.shape))
 
 
 @_func("size", "dim", "getattr", "numel")

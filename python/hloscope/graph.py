@@ -50,6 +50,7 @@ class GraphBlock:
         self.ops = []
         self.names = {"x"}
         self._next = {}
+        self.constants = {}  # (shape, dtype, bytes) -> V, see tensor()
         self.scope = ""
         self.x = V("x", input_shape, input_dtype, self)
 
@@ -79,6 +80,16 @@ class GraphBlock:
         self.names.add(name)
         self.params[name] = (spec, v)
         return v
+
+    def mark(self):
+        """A point to roll back to (rollback) when a lowering gives up."""
+        return (len(self.ops), set(self.params))
+
+    def rollback(self, mark):
+        n, params = mark
+        del self.ops[n:]
+        for k in set(self.params) - params:
+            del self.params[k]
 
     # ---- ops ----
     def emit(self, op, args, attrs, shape, dtype, base=None):

@@ -88,6 +88,12 @@ def test_llama_matches_pytorch():
     scopes = {o["scope"] for o in ops}
     check("layers.3/self_attn/q_proj" in scopes and
           "layers.3/mlp/down_proj" in scopes, "op scopes are module paths")
+    # The causal mask is computed (iota), the 8 layers' rotary tables are
+    # one param each: the JSON stays far below the server's 1 MiB body.
+    consts = [p for p in model["layers"][0]["params"] if "_constants" in p]
+    check("iota" in {o["op"] for o in ops} and len(consts) <= 2,
+          f"masks as iota, tables once: {consts}")
+    check(len(json.dumps(model)) < 1 << 20, "the JSON fits --max-body")
 
 
 def test_gpt2_matches_pytorch():
