@@ -12,21 +12,13 @@
 
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_model.h"
+#include "model_test_helpers.h"
 
 /* ---- helpers -------------------------------------------------------------- */
 
 static hs_model *load_opts(const char *json, const hs_model_options *o)
 {
-    hs_error err;
-    hs_model *m = hs_model_load(json, strlen(json), o, &err);
-    if (!m) {
-        char buf[1024];
-        hs_error_format(&err, buf, sizeof buf);
-        fail_msg("load failed: %s (%s)", buf, hs_status_name(err.status));
-    }
-    hs_error verr;
-    assert_int_equal(hs_module_verify(m->module, &verr), HS_OK);
-    return m;
+    return model_load_ok(json, o);
 }
 
 static hs_model *load(const char *json) { return load_opts(json, NULL); }

@@ -10,18 +10,11 @@
 #include <string.h>
 
 #include "hloscope/hs_model.h"
+#include "model_test_helpers.h"
 
 static hs_error load_fails_opts(const char *json, const hs_model_options *o)
 {
-    hs_error err;
-    hs_model *m = hs_model_load(json, strlen(json), o, &err);
-    if (m) {
-        hs_model_free(m);
-        fail_msg("expected an error for: %s", json);
-    }
-    assert_int_not_equal(err.status, HS_OK);
-    assert_true(err.message[0] != '\0');
-    return err;
+    return model_load_fails(json, o);
 }
 
 static hs_error load_fails(const char *json)

@@ -12,31 +12,13 @@
 #include <string.h>
 
 #include "hloscope/hs_model.h"
+#include "model_test_helpers.h"
 
-static hs_model *load(const char *json)
-{
-    hs_error err;
-    hs_model *m = hs_model_load(json, strlen(json), NULL, &err);
-    if (!m) {
-        char buf[1024];
-        hs_error_format(&err, buf, sizeof buf);
-        fail_msg("load failed: %s", buf);
-    }
-    hs_error verr;
-    assert_int_equal(hs_module_verify(m->module, &verr), HS_OK);
-    return m;
-}
+static hs_model *load(const char *json) { return model_load_ok(json, NULL); }
 
 static hs_error load_fails(const char *json)
 {
-    hs_error err;
-    hs_model *m = hs_model_load(json, strlen(json), NULL, &err);
-    if (m) {
-        hs_model_free(m);
-        fail_msg("expected an error for: %s", json);
-    }
-    assert_int_not_equal(err.status, HS_OK);
-    return err;
+    return model_load_fails(json, NULL);
 }
 
 static int param_index(const hs_model *m, const char *name)
