@@ -116,6 +116,31 @@ def _m_layernorm(L, node, m, args, kw):
     return _layer_norm(L, args[0], w, b, m.eps, len(m.normalized_shape))
 
 
+@_module(torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)
+def _m_batchnorm(L, node, m, args, kw):
+    """Eval mode: (x - running_mean) * rsqrt(running_var + eps) * weight +
+    bias over the channel axis 1, the statistics the module's own (its
+    persistent buffers carry their values)."""
+    if m.training or not m.track_running_stats:
+        raise Unsupported("batch statistics (export needs eval mode with "
+                          "running statistics)")
+    blk, x = L.block, L.tensor(args[0])
+    per_channel = tuple(m.num_features if i == 1 else 1
+                        for i in range(len(x.shape)))
+
+    def channel(name):
+        return blk.reshape(L.module_state(node.target, name), per_channel)
+
+    inv = blk.unary("rsqrt", blk.binary("add", channel("running_var"),
+                                        float(m.eps)))
+    y = blk.binary("multiply", blk.binary("subtract", x,
+                                          channel("running_mean")), inv)
+    if m.affine:
+        y = blk.binary("add", blk.binary("multiply", y, channel("weight")),
+                       channel("bias"))
+    return y
+
+
 @_module(torch.nn.Dropout, torch.nn.Identity)
 def _m_identity(L, node, m, args, kw):
     if isinstance(m, torch.nn.Dropout) and m.training and m.p > 0:

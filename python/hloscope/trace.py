@@ -16,7 +16,8 @@ LEAF_MODULES = (
     torch.nn.Linear, torch.nn.LayerNorm, torch.nn.Embedding,
     torch.nn.Dropout, torch.nn.Identity, torch.nn.ReLU, torch.nn.GELU,
     torch.nn.SiLU, torch.nn.Tanh, torch.nn.Sigmoid, torch.nn.Softmax,
-    torch.nn.MultiheadAttention, torch.nn.Conv2d, torch.nn.BatchNorm2d,
+    torch.nn.MultiheadAttention, torch.nn.Conv2d, torch.nn.BatchNorm1d,
+    torch.nn.BatchNorm2d,
     torch.nn.MaxPool2d, torch.nn.AvgPool2d, torch.nn.AdaptiveAvgPool2d,
 )
 

@@ -227,6 +227,25 @@ def test_lm_with_embedding_matches_and_trains():
     check(err <= 1e-4 and worst <= 1e-4, f"loss {err}, gradients {worst}")
 
 
+def test_batchnorm_buffers_round_trip():
+    """nn.BatchNorm1d in eval mode: its running statistics are persistent
+    buffers, exported with their values under their state_dict names."""
+    torch.manual_seed(12)
+    m = nn.Sequential(nn.Linear(32, 64), nn.BatchNorm1d(64), nn.ReLU(),
+                      nn.Linear(64, 10))
+    m.train()
+    with torch.no_grad():
+        for _ in range(5):  # running statistics that are not 0 and 1
+            m(torch.randn(16, 32) * 3 + 1)
+    mean = m[1].running_mean.clone()
+    model, d = forward_matches(m, torch.randn(8, 32), tag="bn")
+    check(model["layers"][0]["params"]["1.running_mean"]["values"] ==
+          mean.tolist(), "running_mean exported with its values")
+    dumped = np.load(os.path.join(d, "params", "1.running_var.npy"))
+    check(np.array_equal(dumped, m[1].running_var.numpy()),
+          "running_var dumped as it was")
+
+
 def test_unsupported_ops_are_listed():
     class Odd(nn.Module):
         def __init__(self):
