@@ -176,6 +176,15 @@ static void module_errors_name_the_path(void **state)
     e = load_fails("{\"input\": {\"shape\": [2, 4]}, \"layers\": ["
                    "{\"module\": 3, \"type\": \"relu\"}]}");
     expect_path(&e, "/layers/0/module", NULL);
+    /* Two root blocks may not declare one state_dict name. */
+    e = load_fails("{\"input\": {\"shape\": [2, 4]}, \"layers\": ["
+                   "{\"module\": \"\", \"type\": \"graph\", \"params\": "
+                   "{\"w\": {\"shape\": [4]}}, \"ops\": [{\"name\": \"y\", "
+                   "\"op\": \"add\", \"args\": [\"x\", \"w\"]}]}, "
+                   "{\"module\": \"\", \"type\": \"graph\", \"params\": "
+                   "{\"w\": {\"shape\": [4]}}, \"ops\": [{\"name\": \"y\", "
+                   "\"op\": \"add\", \"args\": [\"x\", \"w\"]}]}]}");
+    expect_path(&e, "/layers", "two parameters are named \"w\"");
 }
 
 static void graph_extension_errors_name_the_path(void **state)

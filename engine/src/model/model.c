@@ -10,6 +10,7 @@
 #include "hloscope/hs_model.h"
 #include "model/json_schema.h"
 #include "model/model_desc.h"
+#include "model/name_index.h"
 #include "model/params.h"
 #include "model/trace_blocks.h"
 
@@ -80,6 +81,32 @@ static bool fail(hs_error *err, hs_status s, const char *path,
     return false;
 }
 
+/* Parameters are state_dict entries: two with one name (root-module
+ * blocks that both declare it, a module name that repeats a positional
+ * one) would be one entry in a dump and in load_state_dict. */
+static bool unique_param_names(const hs_model *m, hs_error *err)
+{
+    hs__name_index ix;
+    if (!hs__name_index_init(&ix, (size_t)m->n_params + 1))
+        return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    bool ok = true;
+    for (int i = 0; i < m->n_params && ok; i++) {
+        if (hs__name_index_get(&ix, m->params[i].name) >= 0) {
+            char msg[400];
+            snprintf(msg, sizeof msg,
+                     "two parameters are named \"%s\"; a state_dict name "
+                     "must be unique (give the layers different \"module\" "
+                     "names or the params different names)",
+                     m->params[i].name);
+            ok = fail(err, HS_ERR_INVALID, "/layers", msg);
+        } else {
+            hs__name_index_put(&ix, m->params[i].name, i);
+        }
+    }
+    hs__name_index_free(&ix);
+    return ok;
+}
+
 static bool trace_forward(hs_model *m, const hs_model_desc *d,
                           int64_t max_elements, hs_error *err)
 {
@@ -144,7 +171,7 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
     for (int i = 0; i < m->n_params; i++)
         m->param_elements += hs_shape_elements(&m->params[i].shape);
     m->output_shape = c->root->shape;
-    return true;
+    return unique_param_names(m, err);
 }
 
 /* Every tensor the module would compute must fit the element limit; tracing
