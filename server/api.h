@@ -226,6 +226,7 @@ srv_outcome api_result_search(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_memory_json(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_source(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_steps_json(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_steps_svg(srv *s, srv_request *rq, srv_reply *rp);
 

@@ -519,3 +519,60 @@ srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp)
     store_row_free(&row);
     return out;
 }
+
+/* The source of a result: the request it was computed from, as the store
+ * keeps it (endpoint, body, overrides), so that a link can reopen the
+ * editor with exactly what produced the result. Known as soon as the
+ * request is recorded, whatever its outcome: a request that failed (out of
+ * memory, say) has a source worth sharing too. Only an evicted row has
+ * lost it (410). "text" is what an editor shows: the HLO text verbatim, or
+ * the model description indented (the store keeps it canonical: keys
+ * sorted, whitespace dropped, so the id does not depend on them). */
+srv_outcome api_result_source(srv *s, srv_request *rq, srv_reply *rp)
+{
+    const char *id = id_of(rq, rp);
+    if (!id)
+        return SRV_DONE;
+    store_row row;
+    int found = store_get(s->store, id, &row);
+    if (found < 0)
+        return srv_reply_error(rp, 500, "io", "", "cannot read the store");
+    if (found == 0)
+        return not_found(rp, id);
+    srv_outcome out;
+    api_request ar;
+    hs_error e;
+    hs_error_clear(&e);
+    if (row.status == STORE_EVICTED) {
+        out = srv_reply_error(rp, 410, "evicted", "",
+                              "result %s was evicted to keep the store under "
+                              "--max-store-bytes: its source went with it",
+                              id);
+    } else if (api_request_from_text(row.request, &ar, &e) != 0) {
+        out = srv_reply_hs_error(rp, &e);
+    } else {
+        json_t *body = json_object_get(ar.canonical, "body");
+        /* A comparison's model is its body's "model". */
+        json_t *model = strcmp(row.endpoint, "compare") == 0
+                            ? json_object_get(body, "model")
+                            : body;
+        json_t *hlo = json_object_get(model, "hlo");
+        char *text = json_is_string(hlo)
+                         ? strdup(json_string_value(hlo))
+                         : json_dumps(model, JSON_INDENT(2) | JSON_SORT_KEYS);
+        json_t *o = text ? json_pack("{s:s, s:s, s:s, s:O, s:O, s:s, s:i}", "id", id,
+                                     "endpoint", row.endpoint, "input",
+                                     json_is_string(hlo) ? "hlo" : "model", "body",
+                                     body, "query",
+                                     json_object_get(ar.canonical, "query"),
+                                     "text", text, "status", row.status)
+                         : NULL;
+        free(text);
+        out = o ? srv_reply_json(rp, 200, o)
+                : srv_reply_error(rp, 503, "host_out_of_memory", "",
+                                  "out of host memory");
+        api_request_free(&ar);
+    }
+    store_row_free(&row);
+    return out;
+}

@@ -247,6 +247,43 @@ def results_and_artefacts(s):
 
 
 @test
+def result_source_reopens_the_request(s):
+    # A model: the body as stored (canonical), its overrides, and a text that
+    # parses back to the same model; compiling that text with those
+    # overrides is the same request (same id, a store hit).
+    model = example("decoder_50x256")
+    r, _ = s.json("POST", "/v1/compile?loop=unrolled&batch=2", json.dumps(model, indent=7))
+    src, _ = s.json("GET", "/v1/results/%s/source" % r["id"])
+    check(src["id"] == r["id"] and src["endpoint"] == "compile" and src["input"] == "model",
+          "source of a compile", src)
+    check(src["query"] == {"loop": "unrolled", "batch": 2}, "its overrides", src["query"])
+    check(src["body"] == model and json.loads(src["text"]) == model, "its model", src["text"][:300])
+    again, h = s.json("POST", "/v1/compile?loop=unrolled&batch=2", src["text"])
+    check(again["id"] == r["id"] and h.get("x-cache") == "hit", "the source recompiles to the same id")
+    # HLO text comes back verbatim (a real dump nobody here wrote).
+    with open(os.path.join(SRC, "..", "shared", "hlo-samples", "add.hlo")) as f:
+        hlo = f.read()
+    rh, _ = s.json("POST", "/v1/compile?device=teach-16m", {"hlo": hlo})
+    sh, _ = s.json("GET", "/v1/results/%s/source" % rh["id"])
+    check(sh["input"] == "hlo" and sh["text"] == hlo and sh["query"] == {"device": "teach-16m"},
+          "HLO source is the text verbatim", sh)
+    # A comparison and the variants it links to.
+    seed = example("seed_64_linear")
+    c, _ = s.json("POST", "/v1/compare", {"model": seed, "a": {"loop": "unrolled"}, "b": {"loop": "scan"}})
+    sc, _ = s.json("GET", "/v1/results/%s/source" % c["id"])
+    check(sc["endpoint"] == "compare" and json.loads(sc["text"]) == seed and sc["body"]["b"] == {"loop": "scan"},
+          "source of a comparison", sc)
+    sb, _ = s.json("GET", "/v1/results/%s/source" % c["b"]["id"])
+    check(sb["query"] == {"loop": "scan"} and sb["body"] == seed, "a variant's source", sb)
+    known = [src, sh, sc, sb]
+    check(all(k["status"] == 200 for k in known), "finished results have status 200", known)
+    status, _, data = s.get("/v1/results/%s/source" % ("f" * 32))
+    check(status == 404 and error_of(data)["code"] == "not_found", "unknown id is 404", data)
+    status, _, data = s.get("/v1/results/not-an-id/source")
+    check(status == 404, "malformed id is 404", data)
+
+
+@test
 def graph_svg_is_well_formed(s):
     r, _ = s.json("POST", "/v1/compile", example("seed_64_linear"))
     for stage in ("traced", "optimized"):
