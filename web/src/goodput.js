@@ -3,7 +3,7 @@
 // frontend overhead model), the first step compiles, the device executes
 // what the host hands over; the chart has those two lanes, the cards the
 // summary: goodput, MFU and the host-bound / device-bound verdict.
-import { esc, int } from './format.js';
+import { esc, int, seconds } from './format.js';
 
 export const FRONTENDS = [
   { name: 'hloscope', us: 0, label: 'hloscope (0 µs/op)' },
@@ -14,7 +14,6 @@ export const FRONTENDS = [
 // Goodput and MFU as shown (and as the tests round them): one decimal of a percent.
 export const pct = (x) => `${(100 * x).toFixed(1)}%`;
 export const pct2 = (x) => `${(100 * x).toFixed(2)}%`;
-const ms = (s) => `${(s * 1e3).toFixed(s * 1e3 >= 10 ? 1 : 2)} ms`;
 
 const KINDS = {
   trace: { color: '#1e88e5', label: 'trace (measured)' },
@@ -55,7 +54,7 @@ function chart(st) {
     for (const s of segs) {
       const x0 = x(s.start), w = Math.max(1, x(s.end) - x0);
       parts.push(`<rect class="seg seg-${s.kind}" data-step="${s.step}" x="${x0.toFixed(2)}" y="${y + 4}" width="${w.toFixed(2)}" height="${laneH - 8}" fill="${KINDS[s.kind].color}" stroke="#fff" stroke-width="1">` +
-        `<title>step ${s.step}: ${esc(KINDS[s.kind].label)}${s.reused ? ' (step 1\u2019s simulated time)' : ''}, ${ms(s.end - s.start)}</title></rect>`);
+        `<title>step ${s.step}: ${esc(KINDS[s.kind].label)}${s.reused ? ' (step 1\u2019s simulated time)' : ''}, ${seconds(s.end - s.start)}</title></rect>`);
       if (s.kind === 'execute' && w > 26) parts.push(`<text x="${(x0 + w / 2).toFixed(1)}" y="${y + laneH / 2 + 7}" text-anchor="middle" class="stepno">${s.step}</text>`);
     }
   };
@@ -92,8 +91,8 @@ export function renderGoodput(root, st) {
       <div class="gp-card"><div class="label">MFU</div><div class="big" data-testid="goodput-mfu">${pct2(s.mfu)}</div>
         <div class="sub">of ${esc(st.device)}'s peak</div></div>
       <div class="gp-card"><div class="label">per step: host · device</div>
-        <div class="big"><span class="${hostBound ? 'hot' : ''}" data-testid="goodput-host">${ms(host)}</span> · <span data-testid="goodput-device">${ms(dev)}</span></div>
-        <div class="sub">a steady step takes ${ms(s.step_seconds)} of wall time</div></div>
+        <div class="big"><span class="${hostBound ? 'hot' : ''}" data-testid="goodput-host">${seconds(host)}</span> · <span data-testid="goodput-device">${seconds(dev)}</span></div>
+        <div class="sub">a steady step takes ${seconds(s.step_seconds)} of wall time</div></div>
     </div>
     <p class="gp-line" data-testid="goodput-line"><b>${esc(st.model)}</b>, ${esc(st.loop)}, ${esc(st.mode)}, on ${esc(st.device)} ·
       frontend <b>${esc(fe.name)}</b> (${fe.op_overhead_us} µs per traced op, a model) ·

@@ -7,7 +7,7 @@ import { get, post, query, results, ApiError } from './api.js';
 import { createEditor } from './editor.js';
 import { GraphPane, syncPanes, layerKey } from './graph.js';
 import { Timeline } from './memory.js';
-import { bytes, seconds, int, ratio, ratioPhrase, esc } from './format.js';
+import { bytes, seconds, int, ratio, ratioPhrase, esc, parseXlaBytes } from './format.js';
 import { renderHloDiff } from './hlo.js';
 import { measureScaling } from './scaling.js';
 import { renderMetrics, renderRun } from './panels.js';
@@ -45,9 +45,16 @@ function labelOf(side, S) {
 export const state = {
   mode: 'loop', a: '', b: '', stage: 'optimized', expand: '', computation: '',
   tab: 'compare', sel: '', side: 'a', q: '', ex: '', grun: '', gfe: '', gsteps: '', rb: '',
+  o: '', // the sidebar's settings (loop, residuals, device, batch) as a query string
 };
 // failA: the training step of side A did not fit ({error, residuals}); B shows.
-const view = { summaries: {}, ratios: null, diffCounts: null, goodput: {}, failA: null };
+// sig: per result page, the source and settings it was computed from
+// (signature()), so that an edit afterwards marks it stale.
+const view = { summaries: {}, ratios: null, diffCounts: null, goodput: {}, failA: null, sig: {} };
+// While the tour runs it works in a workspace of its own: nothing it loads
+// reaches localStorage, and its end puts the user's editor, settings, view
+// and storage back (tourWorkspace).
+let touring = false;
 
 function readHash() {
   const h = new URLSearchParams(location.hash.replace(/^#/, ''));
@@ -57,18 +64,53 @@ function writeHash() {
   const h = new URLSearchParams();
   for (const [k, v] of Object.entries(state)) if (v) h.set(k, v);
   history.replaceState(null, '', `#${h.toString()}`);
+  // The ids this browser shows, so that a reload keeps the editor's own text.
+  if (!touring) localStorage.setItem('hloscope.ids', `${state.a}/${state.b}`);
 }
 
 // ---- editor and controls -----------------------------------------------------
 const editor = createEditor($('#editor'), {
   onChange: (text) => {
-    localStorage.setItem('hloscope.model', text);
+    if (!touring) localStorage.setItem('hloscope.model', text);
     const r = editor.repeat();
     $('#layers').value = r ?? '';
     $('#layers').disabled = r == null;
     hideError();
+    refreshStale();
   },
 });
+
+// ---- what a result was computed from ------------------------------------------
+// A model is compared by its canonical form (keys sorted, whitespace dropped:
+// what the server hashes), so reformatting it, or the indented text a link
+// brings (GET /source), is not an edit; HLO text is compared as it is.
+function canonical(v) {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical(v[k])}`).join(',')}}`;
+  return JSON.stringify(v);
+}
+const sourceKey = (text) => { const m = modelOf(text); return m ? canonical(m) : text; };
+// Source and settings: the compare pages also depend on the before/after mode.
+function signature(page) {
+  const base = [sourceKey(editor.text), canonical(overrides())];
+  if (page === 'compare') base.push(state.mode, state.mode === 'residuals' ? state.rb || 'offload' : '');
+  return JSON.stringify(base);
+}
+// Dims a result page whose source or settings changed since it was
+// computed; the note says what refreshes it.
+const STALE = {
+  compare: ['compare', 'hlo', 'metrics'], scaling: ['scaling'], goodput: ['goodput'], run: ['run'],
+};
+export function refreshStale() {
+  for (const [key, pages] of Object.entries(STALE)) {
+    const stale = !!view.sig[key] && view.sig[key] !== signature(key);
+    for (const pg of pages) $(`#page-${pg}`).classList.toggle('stale', stale);
+  }
+}
+function markComputed(key) {
+  view.sig[key] = signature(key);
+  refreshStale();
+}
 
 async function loadExamples() {
   const [ex, dev] = await Promise.all([get('/v1/examples'), get('/v1/devices')]);
@@ -103,11 +145,16 @@ export async function pickExample(name) {
 
 function overrides() {
   const o = {};
-  for (const k of ['loop', 'residuals', 'device', 'batch']) {
+  for (const k of SETTINGS) {
     const v = $(`#${k}`).value.trim();
     if (v) o[k] = v;
   }
   return o;
+}
+const SETTINGS = ['loop', 'residuals', 'device', 'batch'];
+function setOverrides(o) {
+  for (const k of SETTINGS) $(`#${k}`).value = o[k] != null ? String(o[k]) : '';
+  deviceLabel();
 }
 
 // ---- progress and errors ---------------------------------------------------
@@ -153,9 +200,18 @@ export function showError(err, { lineOffset = 0, ...ctx } = {}) {
     if (c) c.classList.add('bad');
     where = `setting ${e.path.slice(1)}`;
   }
-  box.innerHTML = `${where ? `<span class="where" data-testid="error-where">${esc(where)}</span>: ` : ''}${esc(e.message)}` +
+  box.innerHTML = `${where ? `<span class="where" data-testid="error-where">${esc(where)}</span>: ` : ''}${esc(plainMessage(e.message))}` +
     (e.code ? ` <span class="muted">(${esc(e.code)}${e.status ? `, HTTP ${e.status}` : ''})</span>` : '');
   box.classList.remove('hidden');
+}
+
+// A comparison's error names its side as the API does ("variant a: ..."):
+// say which side that is in the explorer's words.
+function plainMessage(msg) {
+  return String(msg || '').replace(/^variant (a|b): /, (m, side) => {
+    const label = state.mode === 'stage' ? '' : modeSpec()[`l${side}`];
+    return `${side.toUpperCase()}${label ? ` (${label})` : ''}: `;
+  });
 }
 
 function showOom(e, ctx = {}) {
@@ -163,34 +219,75 @@ function showOom(e, ctx = {}) {
   const el = $('#oom');
   renderOom(el, e, 'Out of device memory');
   for (const s of ['#summary', '#panes', '#graph-tools', '#empty', '#details']) $(s).classList.add('hidden');
+  markComputed('compare'); // the report is this source's result
   if (ctx.text != null) largestAtPeak(el, e, ctx);
 }
 
-function renderOom(el, e, title) {
-  const msg = e.message;
+// The figures of XLA's out-of-memory report, in bytes.
+function oomFigures(msg) {
   const used = /Used ([\d.]+\w?) of ([\d.]+\w?) (\w+)/.exec(msg);
-  const stacked = /Training step: ([^\n]+)/.exec(msg);
+  const st = /stack ([\d.]+\w?) of residuals on the device and ([\d.]+\w?) on the host/.exec(msg);
+  return {
+    used: used ? parseXlaBytes(used[1]) : NaN, cap: used ? parseXlaBytes(used[2]) : NaN, space: used ? used[3] : 'hbm',
+    stackedDevice: st ? parseXlaBytes(st[1]) : NaN, stackedHost: st ? parseXlaBytes(st[2]) : NaN,
+  };
+}
+
+function renderOom(el, e, title) {
+  const msg = plainMessage(e.message);
+  const f = oomFigures(msg);
   const rows = [...msg.matchAll(/\d+\. Size: ([^\n]+)\n\s+Operator: ([^\n]+)\n\s+Shape: ([^\n]+)/g)];
   el.innerHTML = `<h2 data-testid="oom-title">${esc(title)}</h2>
-    <p data-testid="oom-used">${used ? `The program needs <b>${used[1]}</b> of ${used[3]} but the device has <b>${used[2]}</b>.` : esc(msg.split('\n')[0])}
-    Try <b>loop: scan</b>, <b>residuals: offload</b>, fewer layers, a smaller batch or a larger device.</p>
-    ${stacked ? `<p data-testid="oom-stacked">${esc(stacked[1])}</p>` : ''}
+    <p data-testid="oom-used">${isNaN(f.used) ? esc(msg.split('\n')[0])
+    : `The program needs <b>${bytes(f.used)}</b> of device memory (${esc(f.space)}) but the device has <b>${bytes(f.cap)}</b>: <b>${bytes(f.used - f.cap)}</b> too much.`}</p>
+    ${isNaN(f.stackedDevice) ? '' : `<p data-testid="oom-stacked">The training step's scanned loops stack <b>${bytes(f.stackedDevice)}</b> of residuals on the device and ${bytes(f.stackedHost)} on the host.</p>`}
+    <p data-testid="oom-advice" class="advice">Measuring what would fit…</p>
     ${rows.length ? `<table class="xla-rows"><thead><tr><th>#</th><th>size</th><th>operator</th><th>shape</th></tr></thead><tbody>${rows.map((r, k) =>
-    `<tr><td>${k + 1}</td><td>${esc(r[1])}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td></tr>`).join('')}</tbody></table>` : ''}
+    `<tr><td>${k + 1}</td><td>${bytes(parseXlaBytes(r[1]))}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td></tr>`).join('')}</tbody></table>` : ''}
     <details><summary>XLA's report</summary><pre>${esc(msg)}</pre></details>`;
   el.classList.remove('hidden');
 }
 
+// What would help, for this case: S is the same program compiled for the
+// largest preset (big), cap the capacity it ran out of. Weights that alone
+// exceed the device are said so (no loop or policy helps); a model that
+// already scans is not told to scan; residual policies only for a
+// training step, naming the ones it does not use yet.
+export function oomAdvice({ cap, S, big }) {
+  if (!S) return `It does not fit the largest preset${big ? ` (${esc(big.name)}, ${bytes(big.hbm_bytes)})` : ''} either: make the model smaller (fewer layers, narrower layers, a smaller batch).`;
+  const weights = S.memory.stats.device.argument_bytes;
+  const bigger = `a device with more memory (on ${esc(big.name)} the program peaks at ${bytes(S.memory.peak_device_bytes)})`;
+  if (weights > cap) {
+    return `The parameters and inputs alone take <b>${bytes(weights)}</b>, more than the device's ${bytes(cap)}: no loop or residual policy changes that. ` +
+      `Use ${bigger}, or a smaller model.`;
+  }
+  const train = S.mode === 'train';
+  const tips = [];
+  if (S.loop !== 'scan') tips.push('<b>loop: scan</b> (one layer\u2019s temporaries live at a time, not every layer\u2019s)');
+  if (train) {
+    const other = ['offload', 'remat', 'remat_offload', 'auto'].filter((r) => r !== S.residuals);
+    tips.push(`a residual policy that moves the stacked residuals to host memory or recomputes them (${other.map((r) => `<b>residuals: ${r}</b>`).join(', ')})`);
+  }
+  tips.push('a smaller <b>batch</b>', 'fewer layers', bigger);
+  const already = S.loop === 'scan' ? `It already scans${train ? ` (residuals: ${esc(S.residuals)})` : ''}. ` : '';
+  const fwd = !train && S.loop === 'scan' ? 'Residual policies (offload, remat) act on a training step\u2019s saved activations, not on this forward pass. ' : '';
+  return `${already}${fwd}Parameters and inputs take ${bytes(weights)} of the ${bytes(cap)}. What can help: ${tips.join('; ')}.`;
+}
+
 // XLA's report lists few allocations: compile the same model for the largest
-// device preset (compile allocates nothing) and list the buffers live at its peak.
+// device preset (compile allocates nothing) and list the buffers live at its
+// peak; that compile also says what the advice can build on.
 async function largestAtPeak(el, e, { text, ov }) {
   const big = (view.devices || []).slice().sort((x, y) => y.hbm_bytes - x.hbm_bytes)[0];
-  if (!big) return;
+  const advice = el.querySelector('[data-testid="oom-advice"]');
+  const cap = oomFigures(e.message).cap;
+  if (!big) { advice.remove(); return; }
   const variant = /^variant (a|b):/.exec(e.message);
   const extra = variant && state.mode !== 'stage' ? modeSpec()[variant[1]] : {};
+  let S = null;
   try {
-    const r = await post(`/v1/compile${query({ ...ov, ...extra, device: big.name })}`, text);
-    const mem = await get(`${results(r.id)}/memory.json`);
+    S = await post(`/v1/compile${query({ ...ov, ...extra, device: big.name })}`, text);
+    const mem = await get(`${results(S.id)}/memory.json`);
     const live = (mem.peak.device.largest_live || []).slice(0, 10);
     const box = document.createElement('div');
     box.dataset.testid = 'oom-largest';
@@ -200,7 +297,8 @@ async function largestAtPeak(el, e, { text, ov }) {
       <p class="muted">Measured by compiling the same model for ${esc(big.name)} (${bytes(big.hbm_bytes)}).</p>`;
     el.insertBefore(box, el.querySelector('details'));
     el.querySelector('table.xla-rows')?.remove(); // the report's list is cut short
-  } catch { /* the report above stands */ }
+  } catch { /* the report above stands; S stays null when even the largest does not fit */ }
+  if (advice) advice.innerHTML = isNaN(cap) ? '' : oomAdvice({ cap, S, big });
 }
 
 // ---- compile / compare / run -------------------------------------------------
@@ -235,8 +333,9 @@ export async function compile() {
         view.ratios = r.ratios; view.diffCounts = r.diff && r.diff.counts;
         Object.assign(state, { a: r.a.id, b: r.b.id });
       }
-      Object.assign(state, { sel: '', expand: '', computation: '' });
+      Object.assign(state, { sel: '', expand: '', computation: '', o: query(ov).slice(1) });
       writeHash();
+      markComputed('compare');
       await showResults();
     } catch (e) {
       showError(e, { lineOffset: state.mode === 'stage' ? 0 : 1, text, ov });
@@ -261,8 +360,9 @@ async function compileTrainSteps(text, ov, spec) {
   view.summaries = A ? { [A.id]: A, [B.id]: B } : { [B.id]: B };
   view.ratios = null; view.diffCounts = null;
   view.failA = oomA ? { error: ra.reason, residuals: spec.a.residuals, ctx: { text, ov: { ...shared, ...spec.a } } } : null;
-  Object.assign(state, { a: A ? A.id : '', b: B.id, sel: '', expand: '', computation: '' });
+  Object.assign(state, { a: A ? A.id : '', b: B.id, sel: '', expand: '', computation: '', o: query(ov).slice(1) });
   writeHash();
+  markComputed('compare');
   await showResults();
 }
 
@@ -273,6 +373,7 @@ async function run() {
     try {
       const r = await post(`/v1/run${query(overrides())}`, editor.text);
       state.run = r.id;
+      markComputed('run');
       setTab('run');
       await renderRun($('#run'), r);
     } catch (e) { showError(e); }
@@ -296,6 +397,7 @@ export async function measureGoodput() {
       const r = await post(`/v1/run${query(overrides())}`, editor.text);
       label(`Re-tracing ${n} steps…`);
       state.grun = r.id;
+      markComputed('goodput');
       writeHash();
       return await showGoodput();
     } catch (e) { showError(e); return null; }
@@ -441,13 +543,13 @@ function renderSummary(A, B) {
 
 // A's training step did not fit: what B needs, against the device.
 function renderFitSummary(B) {
-  const used = /Used ([\d.]+\w?) of ([\d.]+\w?)/.exec(view.failA.error.message) || [];
+  const f = oomFigures(view.failA.error.message);
   const res = (B.train_step && B.train_step.residuals) || {};
   const cap = B.memory.capacity ? B.memory.capacity.device_bytes : 0;
   const c = (label, va, vb, key, cls = '') => `<div class="card ${cls}" data-key="${key}"><div class="label">${label}</div>` +
     `<div class="vals"><span class="va">${va}</span> → <span class="vb" data-testid="fit-${key}">${vb}</span></div></div>`;
   $('#summary').innerHTML = `<div class="cards">
-    ${c('peak device memory', `${esc(used[1] || "?")} > ${esc(used[2] || "?")}`, bytes(B.memory.peak_device_bytes), 'peak_device_bytes', 'better')}
+    ${c('peak device memory', `${bytes(f.used)} > ${bytes(f.cap)}`, bytes(B.memory.peak_device_bytes), 'peak_device_bytes', 'better')}
     ${c('peak host memory', '–', bytes(B.memory.peak_host_bytes), 'peak_host_bytes')}
     ${c('residuals on host', '–', bytes(res.host_bytes || 0), 'residual_host_bytes')}
     ${c('instructions (optimized)', '–', int(B.instructions.optimized), 'instructions_optimized')}
@@ -612,8 +714,8 @@ async function main() {
   const showResB = () => $('#res-b').classList.toggle('hidden', state.mode !== 'residuals');
   $('#res-b').value = state.rb || 'offload';
   showResB();
-  $('#mode').onchange = (e) => { state.mode = e.target.value; showResB(); writeHash(); if (state.a || view.failA) compile(); };
-  $('#res-b').onchange = (e) => { state.rb = e.target.value === 'offload' ? '' : e.target.value; writeHash(); if (state.a || view.failA) compile(); };
+  $('#mode').onchange = (e) => { state.mode = e.target.value; showResB(); writeHash(); refreshStale(); if (state.a || view.failA) compile(); };
+  $('#res-b').onchange = (e) => { state.rb = e.target.value === 'offload' ? '' : e.target.value; writeHash(); refreshStale(); if (state.a || view.failA) compile(); };
   $('#stage').onchange = (e) => { state.stage = e.target.value; state.sel = ''; writeHash(); showResults(); };
   $('#collapse-all').onclick = () => { state.expand = ''; state.computation = ''; state.sel = ''; writeHash(); loadGraphs(); };
   $('#fit-btn').onclick = () => { for (const s of ['a', 'b']) if (panes[s].pz) { panes[s].pz.fit(); panes[s].pz.center(); panes[s].home = { pan: panes[s].pz.getPan(), zoom: panes[s].pz.getZoom() }; } };
@@ -625,7 +727,14 @@ async function main() {
     try { await navigator.clipboard.writeText(location.href); $('#share-btn').textContent = 'Link copied'; } catch { $('#share-btn').textContent = 'Link is in the address bar'; }
     setTimeout(() => { $('#share-btn').textContent = 'Copy link'; }, 2000);
   };
-  $('#scaling-btn').onclick = () => withProgress('Measuring…', (label) => measureScaling($('#scaling-chart'), $('#scaling-table'), editor.text, overrides(), label).catch(showError));
+  $('#scaling-btn').onclick = () => withProgress('Measuring…', async (label) => {
+    try {
+      await measureScaling($('#scaling-chart'), $('#scaling-table'), editor.text, overrides(), label);
+      markComputed('scaling');
+    } catch (e) { showError(e); }
+  });
+  for (const k of SETTINGS) $(`#${k}`).addEventListener('change', refreshStale);
+  $('#batch').addEventListener('input', refreshStale);
   for (const f of FRONTENDS) $('#gp-frontend').add(new Option(f.label, f.name));
   $('#gp-frontend').value = state.gfe || 'hloscope';
   $('#gp-steps').value = state.gsteps || 10;
@@ -634,6 +743,7 @@ async function main() {
   $('#gp-steps').onchange = () => { if (state.grun) measureGoodput(); };
   $('#tour-btn').onclick = () => startTour({
     pickExample, compile, setTab, measureGoodput, state, view,
+    ...tourWorkspace(),
     setMode: (m, rb) => { state.mode = m; $('#mode').value = m; if (rb != null) { state.rb = rb === 'offload' ? '' : rb; $('#res-b').value = rb; } showResB(); },
     setGoodput: ({ loop, frontend, steps }) => {
       if (loop != null) $('#loop').value = loop;
@@ -645,14 +755,109 @@ async function main() {
   let rt;
   window.addEventListener('resize', () => { clearTimeout(rt); rt = setTimeout(() => { for (const s of ['a', 'b']) panes[s].fitView(); }, 200); });
 
+  $('#yours-btn').onclick = backToYourText;
+
   await loadExamples().catch(showError);
   const saved = localStorage.getItem('hloscope.model');
-  if (state.ex && !saved) await pickExample(state.ex);
-  else if (saved) { editor.text = saved; $('#example').value = state.ex; }
-  else await pickExample('seed_64_linear').catch(() => {});
+  const linked = (state.a || state.b) && await openLink(saved);
+  if (!linked) {
+    if (state.ex && !saved) await pickExample(state.ex);
+    else if (saved) { editor.text = saved; $('#example').value = state.ex; }
+    else await pickExample('seed_64_linear').catch(() => {});
+  }
   setTab(state.tab);
-  if (state.a && state.b) await showResults();
+  if (state.b && (state.a || state.mode === 'residuals')) {
+    // A link to a training step whose A side ran out of memory holds B
+    // only: compiling again (store hits) brings back A's report.
+    if (!state.a) await compile();
+    else await showResults();
+  }
   document.body.dataset.ready = '1';
+}
+
+// ---- links carry the source -------------------------------------------------
+// A link holds result ids; GET /source gives the request they came from.
+// Opened elsewhere, the editor and the settings become exactly that source,
+// so the panes and the editor agree (any edit afterwards marks them stale).
+// Reloading one's own page keeps one's edits (the ids are the ones this
+// browser last showed: the panes are marked stale instead). The text a link
+// replaces is kept (Back to your text).
+async function openLink(saved) {
+  const own = localStorage.getItem('hloscope.ids') === `${state.a}/${state.b}`;
+  let src;
+  try {
+    src = await get(`${results(state.b || state.a)}/source`);
+  } catch (e) { showError(e); return false; }
+  const ov = Object.fromEntries(new URLSearchParams(state.o));
+  // The settings the mode varies were not sent (the variant's won): those
+  // come from the link; every other one from the request itself.
+  const varied = state.mode === 'loop' ? ['loop'] : state.mode === 'residuals' ? ['residuals'] : [];
+  const q = src.query || {};
+  for (const k of SETTINGS) if (!varied.includes(k)) { if (q[k] != null) ov[k] = q[k]; else delete ov[k]; }
+  setOverrides(ov);
+  const text = own && saved != null ? saved : src.text;
+  if (!own && saved != null && sourceKey(saved) !== sourceKey(src.text)) {
+    localStorage.setItem('hloscope.yours', saved);
+    $('#link-note').classList.remove('hidden');
+  }
+  editor.text = text;
+  // The panes show the link's source and settings, whatever the editor holds now.
+  view.sig.compare = JSON.stringify([sourceKey(src.text), canonical(overrides()), state.mode,
+    state.mode === 'residuals' ? state.rb || 'offload' : '']);
+  refreshStale();
+  return true;
+}
+function backToYourText() {
+  const t = localStorage.getItem('hloscope.yours');
+  if (t != null) editor.text = t;
+  localStorage.removeItem('hloscope.yours');
+  $('#link-note').classList.add('hidden');
+}
+
+// ---- the tour's workspace ---------------------------------------------------
+// Everything the tour changes: the editor text, the sidebar's and the Goodput
+// panel's settings, the URL state and the view. begin() saves them, end()
+// (the tour finished or was closed) waits for the tour's last request and
+// puts them back, with localStorage as it was.
+const CONTROLS = ['#example', '#loop', '#residuals', '#device', '#batch', '#mode', '#res-b', '#gp-frontend', '#gp-steps'];
+function tourWorkspace() {
+  let saved = null;
+  return {
+    begin() {
+      saved = {
+        text: editor.text, stored: localStorage.getItem('hloscope.model'),
+        controls: CONTROLS.map((c) => $(c).value), state: { ...state },
+        view: { ...view, sig: { ...view.sig }, goodput: { ...view.goodput } },
+        goodput: $('#goodput').innerHTML, gpLinks: $('#gp-links').innerHTML,
+      };
+      touring = true;
+    },
+    async end() {
+      if (!saved) return;
+      while (busy) await new Promise((ok) => setTimeout(ok, 50));
+      const w = saved;
+      saved = null;
+      editor.text = w.text;
+      CONTROLS.forEach((c, k) => { $(c).value = w.controls[k]; });
+      $('#res-b').classList.toggle('hidden', w.state.mode !== 'residuals');
+      deviceLabel();
+      for (const k of Object.keys(state)) state[k] = w.state[k];
+      Object.assign(view, w.view);
+      $('#goodput').innerHTML = w.goodput;
+      $('#gp-links').innerHTML = w.gpLinks;
+      if (w.stored == null) localStorage.removeItem('hloscope.model');
+      else localStorage.setItem('hloscope.model', w.stored);
+      touring = false;
+      writeHash();
+      if (state.b && (state.a || view.failA)) await showResults();
+      else {
+        for (const sel of ['#summary', '#panes', '#graph-tools', '#oom', '#details']) $(sel).classList.add('hidden');
+        $('#empty').classList.remove('hidden');
+      }
+      setTab(state.tab);
+      refreshStale();
+    },
+  };
 }
 
 window.hloscope = { state, view, panes, timelines, editor, measureGoodput };

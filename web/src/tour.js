@@ -8,16 +8,20 @@ import 'driver.js/dist/driver.css';
 import { bytes, seconds, int, ratio } from './format.js';
 import { pct, pct2 } from './goodput.js';
 
-const ms = (x) => `${(x * 1e3).toFixed(2)} ms`;
 
 export function startTour(app) {
   const S = () => [app.view.summaries[app.state.a], app.view.summaries[app.state.b]];
   const fill = (html) => (pop) => { pop.description.innerHTML = html(); pop.description.style.display = 'block'; };
-  const runThen = (fn) => async () => { d.getActiveElement()?.blur?.(); await fn(); d.moveNext(); };
+  // A step that measures moves on when its figures are in, unless the tour
+  // was closed meanwhile.
+  const runThen = (fn) => async () => { d.getActiveElement()?.blur?.(); await fn(); if (d.isActive()) d.moveNext(); };
+  app.begin();
   const d = driver({
     showProgress: true,
     allowClose: true,
     popoverClass: 'hs-tour',
+    // Finished or closed: the user's editor, settings and view come back.
+    onDestroyed: () => { app.end(); },
     steps: [
       {
         element: '#editor',
@@ -125,8 +129,8 @@ export function startTour(app) {
             const u = app.view.goodput.unrolled;
             if (!u) return 'Measure first.';
             const s = u.summary, n = s.steady_steps || 1;
-            return `Unrolled, the host traces <b>${int(u.steps[1]?.traced_ops ?? u.steps[0].traced_ops)}</b> ops a step: <b>${ms(s.steady_host_seconds / n)}</b> per step ` +
-              `(measured trace + the overhead model) for <b>${ms(s.steady_device_seconds / n)}</b> of device work. Goodput <b>${pct(s.goodput)}</b>, ` +
+            return `Unrolled, the host traces <b>${int(u.steps[1]?.traced_ops ?? u.steps[0].traced_ops)}</b> ops a step: <b>${seconds(s.steady_host_seconds / n)}</b> per step ` +
+              `(measured trace + the overhead model) for <b>${seconds(s.steady_device_seconds / n)}</b> of device work. Goodput <b>${pct(s.goodput)}</b>, ` +
               `MFU ${pct2(s.mfu)}: <b>${s.verdict}</b>. The red gaps on the device lane are the device idling. ` +
               `The compile cache hit on ${int(u.compile_cache.cached)} of ${int(u.summary.steps)} steps: compiling is not the problem, tracing is. Next: scan.`;
           }),
@@ -144,7 +148,7 @@ export function startTour(app) {
             if (!c) return 'Measure first.';
             const s = c.summary, n = s.steady_steps || 1;
             return `Scanned, the host traces <b>${int(c.steps[0].traced_ops)}</b> ops a step${u ? ` instead of ${int(u.steps[0].traced_ops)}` : ''}: ` +
-              `<b>${ms(s.steady_host_seconds / n)}</b> per step for the same ${ms(s.steady_device_seconds / n)} of device work. ` +
+              `<b>${seconds(s.steady_host_seconds / n)}</b> per step for the same ${seconds(s.steady_device_seconds / n)} of device work. ` +
               `Goodput <b>${pct(s.goodput)}</b>${u ? ` (unrolled: ${pct(u.summary.goodput)})` : ''}, MFU ${pct2(s.mfu)}: <b>${s.verdict}</b>. ` +
               'A faster frontend or a larger batch helps too (docs/STEPS.md).';
           }),
