@@ -486,18 +486,29 @@ srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp)
     return artefact(s, rq, rp, "memory.svg", make_memory_svg);
 }
 
+/* The stored row of the result the path names: true with *id and *row
+ * filled (free the row), false with the reply made (a malformed or unknown
+ * id, an unreadable store). */
+static bool stored_row(srv *s, srv_request *rq, srv_reply *rp, const char **id,
+                       store_row *row)
+{
+    if (!(*id = id_of(rq, rp)))
+        return false;
+    int found = store_get(s->store, *id, row);
+    if (found < 0)
+        srv_reply_error(rp, 500, "io", "", "cannot read the store");
+    else if (found == 0)
+        not_found(rp, *id);
+    return found == 1;
+}
+
 /* The compile report and metrics are small and stored with the result. */
 srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp)
 {
-    const char *id = id_of(rq, rp);
-    if (!id)
-        return SRV_DONE;
+    const char *id;
     store_row row;
-    int found = store_get(s->store, id, &row);
-    if (found < 0)
-        return srv_reply_error(rp, 500, "io", "", "cannot read the store");
-    if (found == 0)
-        return not_found(rp, id);
+    if (!stored_row(s, rq, rp, &id, &row))
+        return SRV_DONE;
     srv_outcome out;
     if (answer_unfinished(s, id, &row, rp)) {
         out = SRV_DONE;
@@ -530,15 +541,10 @@ srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp)
  * sorted, whitespace dropped, so the id does not depend on them). */
 srv_outcome api_result_source(srv *s, srv_request *rq, srv_reply *rp)
 {
-    const char *id = id_of(rq, rp);
-    if (!id)
-        return SRV_DONE;
+    const char *id;
     store_row row;
-    int found = store_get(s->store, id, &row);
-    if (found < 0)
-        return srv_reply_error(rp, 500, "io", "", "cannot read the store");
-    if (found == 0)
-        return not_found(rp, id);
+    if (!stored_row(s, rq, rp, &id, &row))
+        return SRV_DONE;
     srv_outcome out;
     api_request ar;
     hs_error e;

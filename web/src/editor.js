@@ -1,25 +1,55 @@
-// The model editor: CodeMirror 6 with JSON mode. Server errors become lint
+// The source editor: CodeMirror 6, a model description (JSON mode) or HLO
+// text (plain: a pasted, opened or dropped dump). Server errors become lint
 // diagnostics at the reported line/column (syntax errors) or at the value the
 // JSON path (RFC 6901 pointer) names (schema errors), located with
-// jsonc-parser's syntax tree.
+// jsonc-parser's syntax tree; as you type, lint.js marks broken syntax
+// (debounced, no request).
 import { basicSetup } from 'codemirror';
 import { EditorView } from '@codemirror/view';
+import { Compartment } from '@codemirror/state';
 import { json } from '@codemirror/lang-json';
 import { setDiagnostics, lintGutter } from '@codemirror/lint';
 import { parseTree, findNodeAtLocation, modify, applyEdits, parse } from 'jsonc-parser';
+import { lint, isHlo } from './lint.js';
 
-export function createEditor(parent, { onChange } = {}) {
+const LINT_DELAY_MS = 400;
+
+export function createEditor(parent, { onChange, onFile } = {}) {
+  const language = new Compartment();
+  let lintTimer = 0, hlo = false;
+  const liveLint = () => {
+    const text = view.state.doc.toString();
+    view.dispatch(setDiagnostics(view.state, lint(text).map((d) => ({ ...d, severity: 'error', source: 'lint' }))));
+  };
   const view = new EditorView({
     parent,
     extensions: [
       basicSetup,
-      json(),
+      language.of(json()),
       lintGutter(),
       EditorView.lineWrapping,
+      // A file dropped on the editor replaces its text (CodeMirror would
+      // insert it at the drop point).
+      EditorView.domEventHandlers({
+        drop(e) {
+          const f = e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files[0];
+          if (!f || !onFile) return false;
+          e.preventDefault();
+          onFile(f);
+          return true;
+        },
+      }),
       EditorView.updateListener.of((u) => {
         if (u.docChanged) {
           view.dispatch(setDiagnostics(view.state, [])); // stale once edited
-          onChange && onChange(view.state.doc.toString());
+          const text = view.state.doc.toString();
+          if (isHlo(text) !== hlo) { // JSON highlighting for a model only
+            hlo = !hlo;
+            view.dispatch({ effects: language.reconfigure(hlo ? [] : json()) });
+          }
+          clearTimeout(lintTimer);
+          lintTimer = setTimeout(liveLint, LINT_DELAY_MS);
+          onChange && onChange(text);
         }
       }),
     ],
@@ -28,9 +58,10 @@ export function createEditor(parent, { onChange } = {}) {
     view,
     get text() { return view.state.doc.toString(); },
     set text(t) { view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: t } }); },
-    clearErrors() { view.dispatch(setDiagnostics(view.state, [])); },
+    clearErrors() { clearTimeout(lintTimer); view.dispatch(setDiagnostics(view.state, [])); },
     /** Marks the error in the text; returns {line, from, to} or null. */
     showError(err) {
+      clearTimeout(lintTimer); // the server's verdict stands
       const range = locate(view.state.doc, view.state.doc.toString(), err);
       if (!range) return null;
       const diag = { from: range.from, to: range.to, severity: 'error', message: err.message, source: err.path || 'hloscope' };

@@ -88,7 +88,8 @@ export class GraphPane {
   }
 
   fitView() {
-    if (!this.pz) return;
+    // A pane on a hidden tab has no size to fit into (svg-pan-zoom would scale by NaN).
+    if (!this.pz || !this.root.clientWidth || !this.root.clientHeight) return;
     this.pz.resize(); this.pz.fit(); this.pz.center(); this.readable();
     this.home = { pan: this.pz.getPan(), zoom: this.pz.getZoom() };
   }

@@ -13,6 +13,7 @@ import { measureScaling } from './scaling.js';
 import { renderMetrics, renderRun } from './panels.js';
 import { startTour } from './tour.js';
 import { FRONTENDS, renderGoodput } from './goodput.js';
+import { isHlo } from './lint.js';
 
 const $ = (s) => document.querySelector(s);
 const MODES = {
@@ -70,6 +71,7 @@ function writeHash() {
 
 // ---- editor and controls -----------------------------------------------------
 const editor = createEditor($('#editor'), {
+  onFile: (f) => openFile(f),
   onChange: (text) => {
     if (!touring) localStorage.setItem('hloscope.model', text);
     const r = editor.repeat();
@@ -79,6 +81,18 @@ const editor = createEditor($('#editor'), {
     refreshStale();
   },
 });
+
+// A model description is sent as it is, HLO text (a pasted, opened or
+// dropped dump) as {"hlo": text}: its errors' lines and columns are the
+// text's own.
+const bodyOf = (text) => (isHlo(text) ? JSON.stringify({ hlo: text }) : text);
+async function openFile(f) {
+  const text = await f.text();
+  editor.text = text;
+  state.ex = '';
+  $('#example').value = '';
+  writeHash();
+}
 
 // ---- what a result was computed from ------------------------------------------
 // A model is compared by its canonical form (keys sorted, whitespace dropped:
@@ -189,6 +203,13 @@ export function showError(err, { lineOffset = 0, ...ctx } = {}) {
   if (e.code === 'out_of_memory') { showOom(e, ctx); return; }
   const box = $('#error');
   let where = '';
+  if (!(e.line > 0) && e.instruction && isHlo(editor.text)) {
+    // HLO text: an error about an instruction is marked on its line.
+    const lines = editor.text.split('\n');
+    const name = e.instruction.replace(/^%/, '');
+    const k = lines.findIndex((l) => new RegExp(`^\\s*(ROOT\\s+)?%?${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*=`).test(l));
+    if (k >= 0) { e.line = k + 1 + lineOffset; e.column = lines[k].search(/\S/) + 1; }
+  }
   if (e.line > 0) {
     const loc = editor.showError({ ...e, line: e.line - lineOffset });
     where = `Line ${loc ? loc.line : e.line - lineOffset}, column ${e.column}`;
@@ -233,19 +254,24 @@ function oomFigures(msg) {
   };
 }
 
-function renderOom(el, e, title) {
+// side: the report sits above B's graph (a training step's A does not fit):
+// its first line is short enough to share a row with the title.
+function renderOom(el, e, title, { side = false } = {}) {
   const msg = plainMessage(e.message);
   const f = oomFigures(msg);
   const rows = [...msg.matchAll(/\d+\. Size: ([^\n]+)\n\s+Operator: ([^\n]+)\n\s+Shape: ([^\n]+)/g)];
   el.innerHTML = `<h2 data-testid="oom-title">${esc(title)}</h2>
     <p data-testid="oom-used">${isNaN(f.used) ? esc(msg.split('\n')[0])
-    : `The program needs <b>${bytes(f.used)}</b> of device memory (${esc(f.space)}) but the device has <b>${bytes(f.cap)}</b>: <b>${bytes(f.used - f.cap)}</b> too much.`}</p>
+    : `Needs <b>${bytes(f.used)}</b>${side ? '' : ` of device memory (${esc(f.space)})`}; the device has <b>${bytes(f.cap)}</b>: <b>${bytes(f.used - f.cap)}</b> too much.`}</p>
+    <button class="small oom-more" data-testid="oom-more" title="advice and the largest buffers at the peak">Details</button>
     ${isNaN(f.stackedDevice) ? '' : `<p data-testid="oom-stacked">The training step's scanned loops stack <b>${bytes(f.stackedDevice)}</b> of residuals on the device and ${bytes(f.stackedHost)} on the host.</p>`}
     <p data-testid="oom-advice" class="advice">Measuring what would fit…</p>
     ${rows.length ? `<table class="xla-rows"><thead><tr><th>#</th><th>size</th><th>operator</th><th>shape</th></tr></thead><tbody>${rows.map((r, k) =>
     `<tr><td>${k + 1}</td><td>${bytes(parseXlaBytes(r[1]))}</td><td>${esc(r[2])}</td><td>${esc(r[3])}</td></tr>`).join('')}</tbody></table>` : ''}
     <details><summary>XLA's report</summary><pre>${esc(msg)}</pre></details>`;
   el.classList.remove('hidden');
+  el.classList.remove('expanded');
+  el.querySelector('.oom-more').onclick = () => el.classList.toggle('expanded');
 }
 
 // What would help, for this case: S is the same program compiled for the
@@ -286,7 +312,7 @@ async function largestAtPeak(el, e, { text, ov }) {
   const extra = variant && state.mode !== 'stage' ? modeSpec()[variant[1]] : {};
   let S = null;
   try {
-    S = await post(`/v1/compile${query({ ...ov, ...extra, device: big.name })}`, text);
+    S = await post(`/v1/compile${query({ ...ov, ...extra, device: big.name })}`, bodyOf(text));
     const mem = await get(`${results(S.id)}/memory.json`);
     const live = (mem.peak.device.largest_live || []).slice(0, 10);
     const box = document.createElement('div');
@@ -306,6 +332,12 @@ export async function compile() {
   hideError();
   editor.clearErrors();
   const text = editor.text;
+  if (isHlo(text) && state.mode !== 'stage') {
+    // HLO text has no loop or residuals to vary: before/after is its two stages.
+    state.mode = 'stage';
+    $('#mode').value = 'stage';
+    $('#res-b').classList.add('hidden');
+  }
   const ov = overrides();
   const train = state.mode === 'residuals' && hasTrain(text);
   const spec = modeSpec();
@@ -317,7 +349,7 @@ export async function compile() {
         return;
       }
       if (state.mode === 'stage') {
-        const r = await post(`/v1/compile${query(ov)}`, text);
+        const r = await post(`/v1/compile${query(ov)}`, bodyOf(text));
         view.summaries = { [r.id]: r };
         view.ratios = null; view.diffCounts = null;
         Object.assign(state, { a: r.id, b: r.id });
@@ -371,7 +403,7 @@ async function run() {
   editor.clearErrors();
   return withProgress('Running on the emulated device…', async () => {
     try {
-      const r = await post(`/v1/run${query(overrides())}`, editor.text);
+      const r = await post(`/v1/run${query(overrides())}`, bodyOf(editor.text));
       state.run = r.id;
       markComputed('run');
       setTab('run');
@@ -394,7 +426,7 @@ export async function measureGoodput() {
   writeHash();
   return withProgress(`Running ${n} steps…`, async (label) => {
     try {
-      const r = await post(`/v1/run${query(overrides())}`, editor.text);
+      const r = await post(`/v1/run${query(overrides())}`, bodyOf(editor.text));
       label(`Re-tracing ${n} steps…`);
       state.grun = r.id;
       markComputed('goodput');
@@ -456,7 +488,7 @@ export async function showResults() {
   $('#pane-b .pane-title').innerHTML = `B · ${esc(labelOf('b', B))} <span class="tag">${esc(B.module)} · ${esc(stageOf('b'))} · ${esc(B.device)}</span>`;
   if (failA) {
     const el = $('#oom');
-    renderOom(el, failA.error, `A · residuals ${failA.residuals}: the training step does not fit`);
+    renderOom(el, failA.error, `A · residuals ${failA.residuals}: the step does not fit`, { side: true });
     el.classList.add('oom-side');
     largestAtPeak(el, failA.error, failA.ctx);
   } else $('#oom').classList.remove('oom-side');
@@ -534,7 +566,9 @@ function renderSummary(A, B) {
   // Per-pass compile time (slowest three) from each result's metrics.
   for (const s of ['a', 'b']) {
     get(`${results(state[s])}/metrics`).then((mx) => {
-      const passes = (mx.compile_report && mx.compile_report.passes || []).slice().sort((x, y) => y.seconds - x.seconds).slice(0, 3);
+      // On a short screen (a projector) the slowest pass only: the line stays one line.
+      const top = window.innerHeight < 820 ? 1 : 3;
+      const passes = (mx.compile_report && mx.compile_report.passes || []).slice().sort((x, y) => y.seconds - x.seconds).slice(0, top);
       const cell = $(`#summary .passes[data-side="${s}"]`);
       if (cell) cell.innerHTML = passes.map((p) => `${esc(p.name)} ${seconds(p.seconds)}`).join(', ');
     }).catch(() => {});
@@ -756,6 +790,8 @@ async function main() {
   window.addEventListener('resize', () => { clearTimeout(rt); rt = setTimeout(() => { for (const s of ['a', 'b']) panes[s].fitView(); }, 200); });
 
   $('#yours-btn').onclick = backToYourText;
+  $('#open-btn').onclick = () => $('#open-file').click();
+  $('#open-file').onchange = (e) => { const f = e.target.files[0]; if (f) openFile(f); e.target.value = ''; };
 
   await loadExamples().catch(showError);
   const saved = localStorage.getItem('hloscope.model');
@@ -831,6 +867,11 @@ function tourWorkspace() {
         goodput: $('#goodput').innerHTML, gpLinks: $('#gp-links').innerHTML,
       };
       touring = true;
+      // The tour's figures do not depend on the user's settings: it starts
+      // from the models' own (it sets what its steps need).
+      setOverrides({});
+      $('#gp-frontend').value = 'hloscope';
+      $('#gp-steps').value = 10;
     },
     async end() {
       if (!saved) return;
@@ -848,13 +889,12 @@ function tourWorkspace() {
       if (w.stored == null) localStorage.removeItem('hloscope.model');
       else localStorage.setItem('hloscope.model', w.stored);
       touring = false;
-      writeHash();
+      setTab(state.tab); // first: graphs are fitted to a visible pane
       if (state.b && (state.a || view.failA)) await showResults();
       else {
         for (const sel of ['#summary', '#panes', '#graph-tools', '#oom', '#details']) $(sel).classList.add('hidden');
         $('#empty').classList.remove('hidden');
       }
-      setTab(state.tab);
       refreshStale();
     },
   };

@@ -22,7 +22,8 @@ export function median(xs) {
 }
 
 export async function measureScaling(chartEl, tableEl, text, ov, label) {
-  const model = JSON.parse(text);
+  let model;
+  try { model = JSON.parse(text); } catch { throw new Error('Compile scaling repeats a model description\'s block: the editor holds no JSON model (HLO text has no block to repeat)'); }
   const rep = (model.layers || []).find((l) => l && l.repeat);
   const block = rep ? rep.block : model.layers && model.layers[0];
   if (!block) throw new Error('the model has no layers to repeat');

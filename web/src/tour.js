@@ -5,7 +5,7 @@
 // (recovered); every step quotes the figure just measured.
 import { driver } from 'driver.js';
 import 'driver.js/dist/driver.css';
-import { bytes, seconds, int, ratio } from './format.js';
+import { bytes, seconds, int, ratio, parseXlaBytes } from './format.js';
 import { pct, pct2 } from './goodput.js';
 
 
@@ -21,7 +21,7 @@ export function startTour(app) {
     allowClose: true,
     popoverClass: 'hs-tour',
     // Finished or closed: the user's editor, settings and view come back.
-    onDestroyed: () => { app.end(); },
+    onDestroyStarted: () => { d.destroy(); app.end(); },
     steps: [
       {
         element: '#editor',
@@ -89,7 +89,8 @@ export function startTour(app) {
               const m = failA.error.message;
               const used = /Used ([\d.]+\w?) of ([\d.]+\w?)/.exec(m);
               const st = /stack ([\d.]+\w?) of residuals on the device/.exec(m);
-              return intro + `Saved on the device they ${st ? `take <b>${st[1]}</b> and ` : ''}the step <b>runs out of memory</b>: it needs <b>${used ? used[1] : '?'}</b> of ${used ? used[2] : '?'}. ` + fits;
+              const b = (t) => bytes(parseXlaBytes(t));
+              return intro + `Saved on the device they ${st ? `take <b>${b(st[1])}</b> and ` : ''}the step <b>runs out of memory</b>: it needs <b>${used ? b(used[1]) : '?'}</b> of ${used ? b(used[2]) : '?'}. ` + fits;
             }
             const a = app.view.summaries[app.state.a];
             return intro + (a ? `Saved on the device: peak <b>${bytes(a.memory.peak_device_bytes)}</b>. ` : '') + fits;
@@ -100,7 +101,7 @@ export function startTour(app) {
         element: '[data-tab="scaling"]',
         popover: {
           title: '6 · Compile time vs depth',
-          description: 'Open <b>Compile scaling</b> and press <b>Measure</b>: the same block compiled with 1 to 64 layers. Unrolled grows with depth; scan stays flat.',
+          description: 'Open <b>Compile scaling</b> and press <b>Measure</b>: the same block compiled with 1 to 64 layers, each point the median of 5 fresh compiles (the band is their spread). Unrolled grows with depth; scan stays flat.',
           onNextClick: () => { app.setTab('scaling'); d.moveNext(); },
         },
       },

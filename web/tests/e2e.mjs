@@ -4,11 +4,12 @@
 //   node tests/e2e.mjs --server build/hloscope --examples examples \
 //        --web web/dist --out build/web-artefacts
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync, readdirSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
 import assert from 'node:assert/strict';
+import { bytes, parseXlaBytes } from '../src/format.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const here = new URL('..', import.meta.url).pathname;
@@ -62,8 +63,39 @@ async function shot(page, name) {
   log('screenshot', file);
 }
 
-async function compiled(page) {
-  await page.waitForFunction(() => !document.querySelector('#progress:not(.hidden)'), null, { timeout: 60000 });
+async function compiled(page, timeout = 60000) {
+  await page.waitForFunction(() => !document.querySelector('#progress:not(.hidden)'), null, { timeout });
+}
+
+const BROWSER_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+// A browser with a profile of its own: another person opening a link.
+async function freshBrowser(name, viewport) {
+  const ctx = await chromium.launchPersistentContext(join(tmp, name), {
+    executablePath: CHROMIUM, headless: true, viewport, args: BROWSER_ARGS,
+  });
+  const p = ctx.pages()[0] || await ctx.newPage();
+  p.on('pageerror', (e) => errors.push(`${name}: ${e.message}`));
+  return { ctx, page: p };
+}
+
+// Text a teacher reads: no value cut in a card (scrollWidth <= clientWidth of
+// every card and its blocks), one unit style (KiB/MiB/GiB, s/ms/µs; never
+// XLA's "26.0M" or a bare "Mi"/"m").
+async function checkNumbers(page, where) {
+  const r = await page.evaluate(() => {
+    const cut = [...document.querySelectorAll('#summary .card, #summary .card > div, .gp-card, .gp-card > div')]
+      .filter((e) => e.offsetParent && e.scrollWidth > e.clientWidth).map((e) => `${e.className}: ${e.textContent} (${e.scrollWidth} > ${e.clientWidth})`);
+    // XLA's own report (folded under "XLA's report") keeps XLA's units.
+    const text = [...document.querySelectorAll('#summary, .timeline .tl-head, #oom, .gp-cards, .driver-popover-description')]
+      .filter((e) => e.offsetParent).map((e) => { const c = e.cloneNode(true); c.querySelectorAll('details').forEach((d) => d.remove()); return c.textContent; }).join('\n');
+    return { cut, text };
+  });
+  assert.deepEqual(r.cut, [], `${where}: card text cut`);
+  const bad = r.text.match(/(?<![\w.-])\d+(?:\.\d+)?\s?(?:[KMGT]|KB|MB|GB|Ki|Mi|Gi|us|sec|msec|m)(?![\wµ])/g);
+  assert.equal(bad, null, `${where}: units not in one style: ${bad}`);
+  const units = [...r.text.matchAll(/\d\s([KMGT]iB|B|s|ms|µs)(?![\w])/g)].length;
+  assert.ok(units > 0, `${where}: figures with units shown`);
 }
 
 async function main() {
@@ -74,8 +106,7 @@ async function main() {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1600, height: 1000 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: BROWSER_ARGS,
   });
   browser = ctx;
   page = ctx.pages()[0] || await ctx.newPage();
@@ -115,6 +146,7 @@ async function main() {
   log('ratio instructions_optimized', api.ratios.instructions_optimized);
   assert.ok(await page.locator('#pane-a g.node.diff-removed').count() > 0, 'removed nodes marked in A');
   assert.ok(await page.locator('#pane-b g.node.diff-added').count() > 0, 'added nodes marked in B');
+  await checkNumbers(page, 'compare 1600x1000');
   await shot(page, 'compare-unrolled-vs-scan');
 
   // 4. Click a node: its details.
@@ -166,8 +198,80 @@ async function main() {
   await shot(fresh, 'shared-url-restored');
   await fresh.close();
 
+  // 6b. A link carries the model and the settings: the sender compiles with
+  // batch 2 (the editor is the seed), a recipient with a browser of their own
+  // (another model in their editor) sees exactly that source, settings and results.
+  await page.fill('#batch', '2');
+  await page.click('#compile-btn');
+  await compiled(page);
+  await page.waitForFunction(() => window.hloscope.view.summaries[window.hloscope.state.b]?.output_shape?.startsWith('f32[2,'));
+  const sent = await page.evaluate(() => ({ url: location.href, text: window.hloscope.editor.text, a: window.hloscope.state.a, b: window.hloscope.state.b }));
+  const apiB2 = await (await fetch(`${base}/v1/compare?batch=2`, { method: 'POST', body: `{"model": ${seed}, "a": {"loop": "unrolled"}, "b": {"loop": "scan"}}` })).json();
+  assert.equal(sent.b, apiB2.b.id, 'the sender shows the batch-2 comparison');
+  const other = await freshBrowser('recipient', { width: 1280, height: 720 });
+  await other.page.goto(`${base}/`);
+  await other.page.waitForSelector('body[data-ready="1"]');
+  await other.page.selectOption('#example', 'mlp'); // the recipient's own work
+  await other.page.waitForFunction(() => window.hloscope.editor.text.includes('"mlp'));
+  const theirs = await other.page.evaluate(() => window.hloscope.editor.text);
+  await other.page.goto(sent.url);
+  await other.page.reload();
+  await other.page.waitForSelector('body[data-ready="1"]');
+  await other.page.waitForSelector('#pane-b g.node');
+  const got = await other.page.evaluate(() => ({ text: window.hloscope.editor.text, batch: document.querySelector('#batch').value,
+    a: window.hloscope.state.a, b: window.hloscope.state.b, stale: document.querySelector('#page-compare').classList.contains('stale') }));
+  assert.deepEqual(JSON.parse(got.text), JSON.parse(sent.text), 'the recipient\'s editor holds the sender\'s model');
+  assert.equal(got.batch, '2', 'and the sender\'s batch');
+  assert.deepEqual([got.a, got.b], [sent.a, sent.b], 'and the sender\'s results');
+  assert.equal(got.stale, false, 'editor and panes agree');
+  assert.equal(await other.page.getAttribute('[data-testid="ratio-instructions_optimized"]', 'data-ratio'), String(apiB2.ratios.instructions_optimized));
+  assert.ok(await other.page.isVisible('[data-testid="link-note"]'), 'the recipient is told their text is kept');
+  // The source route is what the link reopened.
+  const srcB = await (await fetch(`${base}/v1/results/${sent.b}/source`)).json();
+  assert.deepEqual(srcB.query, { batch: 2, loop: 'scan' });
+  assert.deepEqual(JSON.parse(got.text), srcB.body);
+  // 1280x720: the graph pane has at least half the height, the cards one row.
+  const geo = await other.page.evaluate(() => ({ g: document.querySelector('#pane-a .graph').getBoundingClientRect().height,
+    tops: [...new Set([...document.querySelectorAll('#summary .card')].map((c) => Math.round(c.getBoundingClientRect().top)))],
+    tl: document.querySelector('#pane-a .timeline').getBoundingClientRect().bottom }));
+  assert.ok(geo.g >= 360, `graph pane ${geo.g} px high at 1280x720`);
+  assert.equal(geo.tops.length, 1, `cards in one row: ${geo.tops}`);
+  assert.ok(geo.tl <= 720, `the memory timeline is in view: bottom at ${geo.tl}`);
+  await checkNumbers(other.page, 'compare 1280x720');
+  await shot(other.page, 'link-in-a-fresh-browser-1280x720');
+  // 6c. Stale marker: any edit of the source or a setting after the compile.
+  const staleShown = () => other.page.evaluate(() => document.querySelector('#page-compare').classList.contains('stale')
+    && getComputedStyle(document.querySelector('#page-compare [data-testid="stale"]')).display !== 'none');
+  await other.page.fill('#layers', '32');
+  await other.page.dispatchEvent('#layers', 'change');
+  await other.page.waitForFunction(() => /"repeat": 32/.test(window.hloscope.editor.text));
+  assert.ok(await staleShown(), 'an edit marks the results stale');
+  assert.equal(await other.page.textContent('#page-compare [data-testid="stale"]'), 'changed since compile — Compile to refresh');
+  assert.ok(Number(await other.page.evaluate(() => getComputedStyle(document.querySelector('#summary')).opacity)) < 1, 'the result panes are dimmed');
+  await shot(other.page, 'stale-after-edit');
+  await other.page.fill('#layers', '64');
+  await other.page.dispatchEvent('#layers', 'change');
+  await other.page.waitForFunction(() => !document.querySelector('#page-compare').classList.contains('stale'));
+  await other.page.selectOption('#device', 'tpu-v5p');
+  assert.ok(await staleShown(), 'a setting marks the results stale');
+  await other.page.selectOption('#device', '');
+  assert.ok(!(await staleShown()), 'back to the compiled settings: not stale');
+  await other.page.selectOption('#example', 'mlp');
+  await other.page.waitForFunction(() => window.hloscope.editor.text.includes('"mlp'));
+  assert.ok(await staleShown(), 'another example marks the results stale');
+  await other.page.click('#compile-btn');
+  await compiled(other.page);
+  await other.page.waitForFunction(() => !document.querySelector('#page-compare').classList.contains('stale'));
+  // Back to their own text.
+  await other.page.click('[data-testid="back-to-yours"]');
+  assert.equal(await other.page.evaluate(() => window.hloscope.editor.text), theirs);
+  await other.ctx.close();
+  await page.fill('#batch', '');
+  await page.click('#compile-btn');
+  await compiled(page);
+
   // 7. Traced vs optimized and expanding a layer in the unrolled view.
-  await page.locator('#details-close').click();
+  if (await page.isVisible('#details-close')) await page.locator('#details-close').click();
   await page.selectOption('#mode', 'stage');
   await compiled(page);
   await page.waitForSelector('#pane-a g.node');
@@ -224,6 +328,11 @@ async function main() {
   assert.match(await page.textContent('#oom'), /Out of device memory/);
   await page.waitForSelector('[data-testid="oom-largest"] tbody tr');
   assert.ok(await page.locator('[data-testid="oom-largest"] tbody tr').count() >= 5, 'largest buffers at the peak listed');
+  // decoder_50x256's parameters alone exceed teach-16m: no loop or policy helps.
+  const adviceW = await page.textContent('[data-testid="oom-advice"]');
+  assert.match(adviceW, /parameters and inputs alone take [\d.]+ MiB, more than the device's 16\.0 MiB/);
+  assert.doesNotMatch(adviceW, /loop: scan/);
+  await checkNumbers(page, 'out of memory');
   await shot(page, 'out-of-memory');
   await page.selectOption('#device', '');
 
@@ -247,9 +356,17 @@ async function main() {
   const offload = await (await fetch(`${base}/v1/compile?mode=train&residuals=offload`, { method: 'POST', body: trainModel })).json();
   assert.equal(await page.evaluate(() => window.hloscope.state.b), offload.id, 'B is the offloaded training step');
   await page.waitForSelector('#oom:not(.hidden) [data-testid="oom-stacked"]');
-  assert.match(await page.textContent('[data-testid="oom-title"]'), /residuals save: the training step does not fit/);
-  assert.ok((await page.textContent('[data-testid="oom-used"]')).includes(`needs ${usedApi[1]} of hbm but the device has ${usedApi[2]}`), 'OOM figures are the API\'s');
-  assert.match(await page.textContent('[data-testid="oom-stacked"]'), /stack [\d.]+M of residuals on the device/);
+  assert.match(await page.textContent('[data-testid="oom-title"]'), /residuals save: the step does not fit/);
+  const bx = (t) => bytes(parseXlaBytes(t));
+  assert.ok((await page.textContent('[data-testid="oom-used"]')).includes(`Needs ${bx(usedApi[1])}; the device has ${bx(usedApi[2])}`), 'OOM figures are the API\'s');
+  assert.match(await page.textContent('[data-testid="oom-stacked"]'), /stack [\d.]+ MiB of residuals on the device/);
+  // train_offload already scans: told about residual policies, batch, device; not to scan.
+  await page.waitForFunction(() => !/Measuring/.test(document.querySelector('[data-testid="oom-advice"]').textContent));
+  const adviceT = await page.textContent('[data-testid="oom-advice"]');
+  assert.match(adviceT, /already scans \(residuals: save\)/);
+  assert.match(adviceT, /residuals: offload/);
+  assert.match(adviceT, /batch/);
+  assert.doesNotMatch(adviceT, /loop: scan/);
   await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000 });
   await page.waitForSelector('#pane-b .graph svg g.node');
   await page.waitForSelector('#pane-b [data-testid="peak-host"]');
@@ -307,8 +424,18 @@ async function main() {
   await page.waitForFunction(() => window.hloscope.editor.text.includes('seed-scan-layers'));
   await page.click('[data-tab="scaling"]');
   await page.click('#scaling-btn');
-  await page.waitForSelector('#scaling-table tr[data-l="64"]', { timeout: 120000 });
-  await compiled(page);
+  await page.waitForSelector('#scaling-table tr[data-l="64"]', { timeout: 300000 });
+  await compiled(page, 300000);
+  // Medians of 5 fresh compiles, never a cache hit; unrolled grows with depth, scan stays below it.
+  const scal = await page.evaluate(() => [...document.querySelectorAll('#scaling-table tbody tr')].map((tr) => ({
+    L: Number(tr.dataset.l), med: [...tr.querySelectorAll('td[data-median]')].map((td) => Number(td.dataset.median)), text: tr.textContent })));
+  assert.equal(scal.length, 7);
+  for (const r of scal) {
+    assert.equal(r.med.length, 2, `L=${r.L}: both loops measured fresh: ${r.text}`);
+    assert.match(r.text, /n=5.*n=5/, `L=${r.L}: five samples each`);
+    assert.doesNotMatch(r.text, /\(cached\)/);
+  }
+  assert.ok(scal[6].med[1] < scal[6].med[0], `L=64: scan ${scal[6].med[1]} s below unrolled ${scal[6].med[0]} s`);
   await shot(page, 'compile-scaling');
 
   // 13. Goodput: tracing_bound unrolled behind the lazy-tensor frontend model is
@@ -348,14 +475,45 @@ async function main() {
   await shot(page, 'goodput-scan-lazy-tensor');
   await page.selectOption('#loop', '');
 
-  // 14. The guided tour's first measured step.
+  // 14. The guided tour, on a projector (1280x720), in a workspace of its own:
+  // whatever it loads, the editor, settings and storage are put back when it
+  // ends or is closed.
+  await page.setViewportSize({ width: 1280, height: 720 });
   await page.click('[data-tab="compare"]');
+  await page.selectOption('#example', 'decoder_50x256');
+  await page.waitForFunction(() => window.hloscope.editor.text.includes('decoder-50x256'));
+  await page.evaluate(() => { window.hloscope.editor.text = window.hloscope.editor.text.replace('"seed": 0', '"seed": 7'); });
+  await page.selectOption('#device', 'tpu-v5p');
+  await page.fill('#batch', '3');
+  const workspace = () => page.evaluate(() => ({
+    text: window.hloscope.editor.text,
+    controls: ['#example', '#loop', '#residuals', '#device', '#batch', '#mode', '#res-b', '#gp-frontend', '#gp-steps'].map((c) => document.querySelector(c).value),
+    storage: Object.fromEntries(Object.keys(localStorage).map((k) => [k, localStorage.getItem(k)])),
+    tab: window.hloscope.state.tab,
+  }));
+  const before = await workspace();
+  // Closed at its second step (it compiled the seed meanwhile).
+  await page.click('#tour-btn');
+  await page.waitForSelector('.driver-popover');
+  await page.click('.driver-popover-next-btn');
+  await page.waitForFunction(() => document.querySelector('.driver-popover-title')?.textContent.startsWith('2'), null, { timeout: 60000 });
+  await page.click('.driver-popover-close-btn');
+  await page.waitForFunction((t) => !document.querySelector('.driver-popover') && window.hloscope.editor.text === t, before.text);
+  await compiled(page);
+  assert.deepEqual(await workspace(), before, 'a closed tour puts the workspace back');
+  // The whole tour, then Done.
+  const graphHalf = async (step) => {
+    const g = await page.evaluate(() => document.querySelector('#pane-b .graph').getBoundingClientRect().height);
+    assert.ok(g >= 360, `tour step ${step}: graph ${g} px high at 1280x720`);
+  };
   await page.click('#tour-btn');
   await page.waitForSelector('.driver-popover');
   await page.click('.driver-popover-next-btn');
   await page.waitForFunction(() => document.querySelector('.driver-popover-title')?.textContent.startsWith('2'), null, { timeout: 60000 });
   assert.match(await page.textContent('.driver-popover-description'), /instructions; with scan it sees/);
   assert.ok(await page.locator('.driver-popover-description').isVisible());
+  await graphHalf(2);
+  await checkNumbers(page, 'tour step 2');
   await page.waitForTimeout(600); // the popover fades in
   await shot(page, 'tour-scan');
   // ... and on to its goodput steps: tracing_bound unrolled, then scanned,
@@ -364,15 +522,19 @@ async function main() {
     await page.click('.driver-popover-next-btn');
     await page.waitForFunction((k) => document.querySelector('.driver-popover-title')?.textContent.startsWith(`${k} `), n, { timeout });
   };
-  for (const n of [3, 4]) await tourTo(n);
+  for (const n of [3, 4]) { await tourTo(n); await graphHalf(n); }
   // 5: train_offload's training step, saved (out of memory) vs offloaded.
   await tourTo(5, 120000);
   await compiled(page);
   await page.waitForFunction(() => !/measuring|Compile first/.test(document.querySelector('.driver-popover-description')?.textContent || ''));
   const tour5 = await page.textContent('.driver-popover-description');
-  assert.ok(tour5.includes(`runs out of memory: it needs ${usedApi[1]} of ${usedApi[2]}`), `tour 5 quotes the OOM: ${tour5}`);
+  assert.ok(tour5.includes(`runs out of memory: it needs ${bx(usedApi[1])} of ${bx(usedApi[2])}`), `tour 5 quotes the OOM: ${tour5}`);
+  await checkNumbers(page, 'tour step 5');
   assert.match(tour5, /the step fits/);
-  await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000 });
+  // On a projector the report above B's graph is one line; Details unfolds it.
+  await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000, state: 'attached' });
+  assert.ok(await page.isVisible('[data-testid="oom-used"]') && !(await page.isVisible('[data-testid="oom-largest"]')), 'compact report');
+  await graphHalf(5);
   await page.waitForTimeout(600);
   await shot(page, 'tour-host-offloading');
   for (const n of [6, 7]) await tourTo(n);
@@ -385,8 +547,51 @@ async function main() {
   await compiled(page);
   assert.match(await page.textContent('.driver-popover-description'),
     new RegExp(`Goodput ${(100 * gS.summary.goodput).toFixed(1)}% \\(unrolled: ${(100 * gU.summary.goodput).toFixed(1)}%\\)`));
+  const chartBox = await page.evaluate(() => document.querySelector('#goodput .gp-chart').getBoundingClientRect().toJSON());
+  assert.ok(chartBox.bottom <= 720 && chartBox.height >= 150, `tour 9: the goodput chart is in view at 1280x720: ${JSON.stringify(chartBox)}`);
+  await checkNumbers(page, 'tour step 9');
   await page.waitForTimeout(600);
   await shot(page, 'tour-goodput-scan');
+  await page.click('.driver-popover-next-btn'); // Done
+  await page.waitForFunction((t) => !document.querySelector('.driver-popover') && window.hloscope.editor.text === t, before.text, { timeout: 60000 });
+  await compiled(page);
+  assert.deepEqual(await workspace(), before, 'the finished tour puts the workspace back');
+  await page.waitForSelector('#pane-b .graph svg g.node', { timeout: 30000 }); // the user's results are back on view (B: the scanned side, a small graph)
+  await shot(page, 'after-the-tour');
+
+  // 15. HLO in the editor: a real dump (XLA's test data, ../shared) dropped on
+  // the editor compiles as traced <-> optimized; live lint marks a broken
+  // bracket as you type (no request); the server's syntax error is marked at
+  // its line and column.
+  const hloText = readFileSync(join(here, '../../shared/hlo-samples/gpu_hlo_pass.hlo'), 'utf8');
+  await page.fill('#batch', ''); // batch applies to models only (the server would say so)
+  await page.selectOption('#device', '');
+  const drop = await page.evaluateHandle((t) => { const d = new DataTransfer(); d.items.add(new File([t], 'gpu_hlo_pass.hlo', { type: 'text/plain' })); return d; }, hloText);
+  await page.dispatchEvent('#editor .cm-content', 'drop', { dataTransfer: drop });
+  await page.waitForFunction((t) => window.hloscope.editor.text === t, hloText);
+  await page.click('#compile-btn');
+  await compiled(page);
+  await page.waitForSelector('#pane-b .graph svg g.node');
+  const hloRes = await page.evaluate(() => ({ mode: window.hloscope.state.mode, S: window.hloscope.view.summaries[window.hloscope.state.b] }));
+  const hloApi = await (await fetch(`${base}/v1/compile`, { method: 'POST', body: JSON.stringify({ hlo: hloText }) })).json();
+  assert.equal(hloRes.mode, 'stage', 'HLO compares its two stages');
+  assert.equal(hloRes.S.id, hloApi.id, 'the dropped dump is the API\'s {"hlo": text}');
+  assert.equal(hloRes.S.module, 'Algorithm3xBF16');
+  await shot(page, 'hlo-dropped');
+  const badHlo = hloText.replace('  p1 = f32[128,128] parameter(1)', '  p1 = f32[128,128] parameter(1');
+  await page.evaluate((t) => { window.hloscope.editor.text = t; }, badHlo);
+  await page.waitForSelector('.cm-lintRange-error', { timeout: 5000 });
+  const linted = await page.evaluate(() => document.querySelector('.cm-lintRange-error').closest('.cm-line').textContent);
+  assert.equal(linted.trim(), 'p1 = f32[128,128] parameter(1', 'live lint marks the line that broke');
+  assert.ok(await page.evaluate(() => document.querySelector('#page-compare').classList.contains('stale')), 'the edit marks the results stale');
+  await page.click('#compile-btn');
+  await page.waitForSelector('#error:not(.hidden)');
+  const synErr = (await (await fetch(`${base}/v1/compile`, { method: 'POST', body: JSON.stringify({ hlo: badHlo }) })).json()).error;
+  assert.ok(synErr.line > 0 && synErr.path === '/hlo', `the server gives a line: ${JSON.stringify(synErr)}`);
+  assert.match(await page.textContent('[data-testid="error-where"]'), new RegExp(`^Line ${synErr.line}, column ${synErr.column}$`));
+  const markedHlo = await page.evaluate(() => document.querySelector('.cm-lintRange-error').closest('.cm-line').textContent);
+  assert.equal(markedHlo, badHlo.split('\n')[synErr.line - 1], 'the server\'s error is marked on its line');
+  await shot(page, 'hlo-syntax-error');
 
   assert.deepEqual(errors.filter((e) => !/status of 4\d\d/.test(e)), [], 'no page errors');
   log(`ok: ${step} screenshots in ${OUT}`);
