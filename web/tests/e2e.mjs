@@ -580,6 +580,8 @@ async function main() {
   await shot(page, 'hlo-dropped');
   const badHlo = hloText.replace('  p1 = f32[128,128] parameter(1)', '  p1 = f32[128,128] parameter(1');
   await page.evaluate((t) => { window.hloscope.editor.text = t; }, badHlo);
+  // CodeMirror draws the lines in view only: the broken one is near the end.
+  await page.evaluate(() => { const d = window.hloscope.editor.view.scrollDOM; d.scrollTop = d.scrollHeight; });
   await page.waitForSelector('.cm-lintRange-error', { timeout: 5000 });
   const linted = await page.evaluate(() => document.querySelector('.cm-lintRange-error').closest('.cm-line').textContent);
   assert.equal(linted.trim(), 'p1 = f32[128,128] parameter(1', 'live lint marks the line that broke');
