@@ -287,19 +287,24 @@ static bool starts_with_ci(const char *s, const char *prefix)
     return true;
 }
 
-/* HLO text posted as it is, as XLA dumps it: Content-Type text/plain, or
- * a body whose first word is "HloModule". compare's body names two
- * variants, so it stays JSON. */
+/* HLO text posted as it is, as XLA dumps it: a body whose first word is
+ * "HloModule", or any body sent as Content-Type text/plain that is not a
+ * JSON object. A JSON object is a request whatever its Content-Type says:
+ * browsers' fetch() and many clients label a string body text/plain, and
+ * HLO text never starts with '{'. compare's body names two variants, so
+ * it stays JSON. */
 static bool is_raw_hlo(const char *endpoint, const srv_request *rq)
 {
     if (strcmp(endpoint, "compare") == 0)
         return false;
-    if (rq->content_type && starts_with_ci(rq->content_type, "text/plain"))
-        return true;
     size_t k = 0;
     while (k < rq->body_len && (rq->body[k] == ' ' || rq->body[k] == '\t' ||
                                 rq->body[k] == '\r' || rq->body[k] == '\n'))
         k++;
+    if (k < rq->body_len && rq->body[k] == '{')
+        return false;
+    if (rq->content_type && starts_with_ci(rq->content_type, "text/plain"))
+        return true;
     return rq->body_len - k >= 9 && memcmp(rq->body + k, "HloModule", 9) == 0;
 }
 

@@ -70,6 +70,13 @@ def raw_hlo_text_is_the_hlo_request(s):
           "raw HLO syntax error has its line", data)
     status, _, data = s.post("/v1/compile", b"HloModule m\xff\n", headers=TEXT)
     check(status == 400 and error_of(data)["code"] == "parse", "invalid UTF-8 is 400", data)
+    # A JSON request labelled text/plain (browsers' fetch() labels every
+    # string body so) is still the JSON request, not HLO text.
+    model = open(os.path.join(base.SRC, "examples", "mlp.json")).read()
+    as_json, _ = s.json("POST", "/v1/compile", json.loads(model))
+    status, _, data = s.post("/v1/compile", "\n " + model, headers=TEXT)
+    check(status == 200 and json.loads(data)["id"] == as_json["id"],
+          "a JSON model sent as text/plain is the model", data[:500])
 
 
 @test()

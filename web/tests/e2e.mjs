@@ -353,7 +353,9 @@ async function main() {
   assert.equal(saveReply.status, 422, 'save: the training step is out of memory');
   const saveErr = (await saveReply.json()).error;
   const usedApi = /Used ([\d.]+\w?) of ([\d.]+\w?)/.exec(saveErr.message);
-  const offload = await (await fetch(`${base}/v1/compile?mode=train&residuals=offload`, { method: 'POST', body: trainModel })).json();
+  const offloadReply = await fetch(`${base}/v1/compile?mode=train&residuals=offload`, { method: "POST", body: trainModel });
+  const offload = await offloadReply.json();
+  assert.equal(offloadReply.status, 200, `offload: ${JSON.stringify(offload).slice(0, 400)}`);
   assert.equal(await page.evaluate(() => window.hloscope.state.b), offload.id, 'B is the offloaded training step');
   await page.waitForSelector('#oom:not(.hidden) [data-testid="oom-stacked"]');
   assert.match(await page.textContent('[data-testid="oom-title"]'), /residuals save: the step does not fit/);
