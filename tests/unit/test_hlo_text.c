@@ -545,8 +545,7 @@ static void attributes_the_engine_does_not_model_are_kept_as_text(void **state)
     assert_string_equal(rw->extra[0].key, "window");
     assert_string_equal(rw->extra[0].value, "{size=2 stride=2}");
     hs_instruction *sas = find_instr(m, "sas");
-    assert_int_equal(sas->opcode, HS_OP_UNKNOWN);
-    assert_string_equal(sas->unknown_opcode, "select-and-scatter");
+    assert_int_equal(sas->opcode, HS_OP_SELECT_AND_SCATTER);
     assert_int_equal(sas->n_called, 2); /* resolved, printed from text */
     assert_string_equal(sas->called[0]->name, "max");
     hs_instruction *cc = find_instr(m, "cc");

@@ -554,6 +554,26 @@ bool hs_window_print(const hs_window *w, char *buf, size_t size);
 hs_status hs_instruction_conv(const hs_instruction *i, hs_conv *out,
                               hs_error *err);
 
+/* The select= and scatter= computations of select-and-scatter i. They are
+ * kept as text attributes (printed back as written) and resolved into
+ * i->called; this matches each name with its computation. False when
+ * either is missing. */
+bool hs_select_and_scatter_computations(const hs_instruction *i,
+                                        hs_computation **select,
+                                        hs_computation **scatter);
+
+/* The epsilon= and feature_index= attributes of batch-norm-training,
+ * -inference and -grad (ir/batch_norm.c). */
+typedef struct hs_batch_norm {
+    float epsilon;
+    int feature_index;
+} hs_batch_norm;
+/* Reads them for an operand of the given rank. HS_ERR_SHAPE naming the
+ * instruction when one is missing, is not a number, epsilon is negative
+ * or not finite, or feature_index is not a dimension of the operand. */
+hs_status hs_instruction_batch_norm(const hs_instruction *i, int rank,
+                                    hs_batch_norm *out, hs_error *err);
+
 /* Bytes of i's decoded literal: 0 when it has none or its element type is
  * narrower than a byte (those stay as literal_text). */
 int64_t hs_instruction_literal_bytes(const hs_instruction *i);

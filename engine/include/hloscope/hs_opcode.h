@@ -115,6 +115,10 @@ typedef enum hs_op_category {
     X(CONVOLUTION, "convolution", 2, HS_CAT_DOT, OWN)                       \
     X(REDUCE, "reduce", -1, HS_CAT_REDUCTION, OWN)                          \
     X(REDUCE_WINDOW, "reduce-window", -1, HS_CAT_REDUCTION, OWN)            \
+    X(SELECT_AND_SCATTER, "select-and-scatter", 3, HS_CAT_REDUCTION, OWN)   \
+    X(BATCH_NORM_TRAINING, "batch-norm-training", 3, HS_CAT_REDUCTION, OWN) \
+    X(BATCH_NORM_INFERENCE, "batch-norm-inference", 5, HS_CAT_OTHER, OWN)   \
+    X(BATCH_NORM_GRAD, "batch-norm-grad", 5, HS_CAT_REDUCTION, OWN)         \
     X(MAP, "map", -1, HS_CAT_ELEMENTWISE, OWN)                              \
     X(SORT, "sort", -1, HS_CAT_OTHER, OWN)                                  \
     X(RNG, "rng", -1, HS_CAT_OTHER, OWN)                                    \

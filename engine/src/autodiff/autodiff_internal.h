@@ -98,6 +98,21 @@ void hs__vjp_convolution(hs_vjp *v, hs_instruction *y);
 
 /* vjp_reduce.c */
 void hs__vjp_reduce(hs_vjp *v, hs_instruction *y);
+/* The opcode of y's reducer computation (p0, p1) -> op(p0, p1) (either
+ * order), or -1: reduce and reduce-window. */
+int hs__vjp_reducer_op(const hs_instruction *y);
+
+/* vjp_window.c, vjp_batch_norm.c */
+/* Appends op(ops) with text attributes (window=, padding=, epsilon=, ...)
+ * and called computations (moved before the builder's computation); the
+ * shape is inferred. Sets op_name to the builder's scope. */
+hs_instruction *hs__ad_emit(hs_builder *b, hs_opcode op,
+                            hs_instruction *const *ops, int n,
+                            hs_computation *const *called, int n_called,
+                            const hs_attr *attrs, int n_attrs);
+void hs__vjp_reduce_window(hs_vjp *v, hs_instruction *y);
+void hs__vjp_batch_norm_training(hs_vjp *v, hs_instruction *y);
+void hs__vjp_batch_norm_inference(hs_vjp *v, hs_instruction *y);
 
 /* vjp_control.c */
 void hs__vjp_tuple(hs_vjp *v, hs_instruction *y);

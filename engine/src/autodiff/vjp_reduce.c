@@ -9,8 +9,7 @@
  * naming the instruction. */
 #include "autodiff/autodiff_internal.h"
 
-/* The opcode of a reducer computation (p0, p1) -> op(p0, p1), or -1. */
-static int reducer_op(const hs_instruction *y)
+int hs__vjp_reducer_op(const hs_instruction *y)
 {
     if (y->n_called < 1 || !y->called[0])
         return -1;
@@ -93,7 +92,7 @@ void hs__vjp_reduce(hs_vjp *v, hs_instruction *y)
         return;
     }
     hs_instruction *gy = hs__vjp_cotangent(v, y);
-    switch (reducer_op(y)) {
+    switch (hs__vjp_reducer_op(y)) {
     case HS_OP_ADD:
         vjp_sum(v, y, gy);
         return;

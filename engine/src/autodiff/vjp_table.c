@@ -79,7 +79,11 @@
 #define VJP_DOT hs__vjp_dot
 #define VJP_CONVOLUTION hs__vjp_convolution
 #define VJP_REDUCE hs__vjp_reduce
-#define VJP_REDUCE_WINDOW NULL
+#define VJP_REDUCE_WINDOW hs__vjp_reduce_window
+#define VJP_SELECT_AND_SCATTER NULL
+#define VJP_BATCH_NORM_TRAINING hs__vjp_batch_norm_training
+#define VJP_BATCH_NORM_INFERENCE hs__vjp_batch_norm_inference
+#define VJP_BATCH_NORM_GRAD NULL
 #define VJP_MAP NULL
 #define VJP_SORT NULL
 #define VJP_RNG NULL

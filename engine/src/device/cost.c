@@ -181,6 +181,73 @@ static void cost_reduce(const hs_device_spec *spec, const hs_instruction *in,
     c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
 }
 
+/* Bytes of every array of a result (tuples: their elements). */
+static double result_bytes(const hs_shape *s)
+{
+    if (s->dtype != HS_TUPLE)
+        return arr_bytes(s);
+    double b = 0;
+    for (int i = 0; i < s->n_elems; i++)
+        b += result_bytes(&s->elems[i]);
+    return b;
+}
+
+/* Elements of one window of operand 0 (the product of window sizes). */
+static double window_elements(const hs_instruction *in)
+{
+    hs_window w;
+    hs_error e;
+    if (in->n_operands < 1 ||
+        hs_instruction_window(in, in->operands[0]->shape.rank, &w, &e))
+        return 0;
+    double n = 1;
+    for (int d = 0; d < w.rank; d++)
+        n *= (double)w.dim[d].size;
+    return n;
+}
+
+/* One reducer application per window element, per output element and
+ * input (XLA's HloCostAnalysis). */
+static void cost_reduce_window(const hs_device_spec *spec,
+                               const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    const hs_shape *r = in->shape.dtype == HS_TUPLE && in->shape.n_elems
+                            ? &in->shape.elems[0] : &in->shape;
+    c->flops = (double)hs_shape_elements(r) * window_elements(in) *
+               (double)(in->n_operands / 2);
+    c->bytes = operand_bytes(in) + result_bytes(&in->shape);
+}
+
+/* A select per window element and a scatter per source element. */
+static void cost_select_and_scatter(const hs_device_spec *spec,
+                                    const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    double src = in->n_operands > 1
+                     ? (double)hs_shape_elements(&in->operands[1]->shape)
+                     : 0;
+    c->flops = src * (window_elements(in) + 1);
+    c->bytes = operand_bytes(in) + result_bytes(&in->shape);
+}
+
+/* The element-wise work of XLA's BatchNormExpander per operand element:
+ * training 7 (sum, deviation, square and sum, normalise: subtract,
+ * multiply, multiply, add), inference 4 (the normalisation), grad 9 (two
+ * sums with a subtract and multiply, and the operand's gradient). */
+static void cost_batch_norm(const hs_device_spec *spec,
+                            const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    double per = in->opcode == HS_OP_BATCH_NORM_TRAINING    ? 7
+                 : in->opcode == HS_OP_BATCH_NORM_INFERENCE ? 4
+                                                            : 9;
+    c->flops = in->n_operands
+                   ? per * (double)hs_shape_elements(&in->operands[0]->shape)
+                   : 0;
+    c->bytes = operand_bytes(in) + result_bytes(&in->shape);
+}
+
 /* The slice is read and written; a contiguous view moves nothing. */
 static void cost_dynamic_slice(const hs_device_spec *spec,
                                const hs_instruction *in, cost *c)
@@ -271,7 +338,11 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 #define COST_DOT COSTED(cost_dot)
 #define COST_CONVOLUTION COSTED(cost_convolution)
 #define COST_REDUCE COSTED(cost_reduce)
-#define COST_REDUCE_WINDOW COSTED(cost_reduce)
+#define COST_REDUCE_WINDOW COSTED(cost_reduce_window)
+#define COST_SELECT_AND_SCATTER COSTED(cost_select_and_scatter)
+#define COST_BATCH_NORM_TRAINING COSTED(cost_batch_norm)
+#define COST_BATCH_NORM_INFERENCE COSTED(cost_batch_norm)
+#define COST_BATCH_NORM_GRAD COSTED(cost_batch_norm)
 #define COST_SORT NOT_COSTED("sort's comparisons are not modelled")
 #define COST_RNG NOT_COSTED("random number generation is not modelled")
 #define COST_TUPLE COSTED(cost_free)

@@ -247,6 +247,18 @@ int64_t *dev_pad_config(dev_ctx *x, const hs_instruction *in);
 /* kernels_reduce.c: the fast-path opcode of a reducer computation, or -1. */
 int dev_reducer_fast_op(const hs_computation *c);
 
+/* kernels_window.c, kernels_batch_norm.c */
+hs_status dev_k_reduce_window(dev_ctx *, const dev_step *, dev_val **,
+                              dev_val **);
+hs_status dev_k_select_and_scatter(dev_ctx *, const dev_step *, dev_val **,
+                                   dev_val **);
+hs_status dev_k_batch_norm_training(dev_ctx *, const dev_step *, dev_val **,
+                                    dev_val **);
+hs_status dev_k_batch_norm_inference(dev_ctx *, const dev_step *,
+                                     dev_val **, dev_val **);
+hs_status dev_k_batch_norm_grad(dev_ctx *, const dev_step *, dev_val **,
+                                dev_val **);
+
 /* for (i = 0; i < n; i++) STMT, written as blocks of 8 with a constant
  * inner trip count: at -O2 GCC's "very cheap" vectoriser skips plain loops
  * of unknown length but fully unrolls and SLP-vectorises these blocks. The

@@ -458,11 +458,19 @@ static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
                 return st;
             continue;
         }
-        int n_callee = in->opcode == HS_OP_WHILE ? 2
+        int n_callee = (in->opcode == HS_OP_WHILE ||
+                        in->opcode == HS_OP_SELECT_AND_SCATTER)
+                           ? 2
                        : (in->opcode == HS_OP_CALL ||
-                          in->opcode == HS_OP_REDUCE)
+                          in->opcode == HS_OP_REDUCE ||
+                          in->opcode == HS_OP_REDUCE_WINDOW)
                            ? 1
                            : 0;
+        if (n_callee > in->n_called)
+            return hs_error_set(x->err, HS_ERR_INVALID,
+                                "instruction %s: %s needs %d called "
+                                "computations", in->name,
+                                hs_opcode_name(in->opcode), n_callee);
         for (int j = 0; j < n_callee; j++) {
             if (!in->called[j])
                 return hs_error_set(x->err, HS_ERR_INVALID,

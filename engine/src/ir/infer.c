@@ -148,8 +148,11 @@ hs_status hs__infer_u32_scalar(const hs_instruction *i, hs_arena *a,
 #define SHAPE_DOT RULE(dot)
 #define SHAPE_CONVOLUTION RULE(convolution)
 #define SHAPE_REDUCE RULE(reduce)
-#define SHAPE_REDUCE_WINDOW WRITTEN("reduce-window's window is kept as "  \
-                                    "text")
+#define SHAPE_REDUCE_WINDOW RULE(reduce_window)
+#define SHAPE_SELECT_AND_SCATTER RULE(select_and_scatter)
+#define SHAPE_BATCH_NORM_TRAINING RULE(batch_norm_training)
+#define SHAPE_BATCH_NORM_INFERENCE RULE(batch_norm_inference)
+#define SHAPE_BATCH_NORM_GRAD RULE(batch_norm_grad)
 #define SHAPE_SORT WRITTEN("sort's comparator is not checked yet")
 #define SHAPE_RNG WRITTEN("rng's distribution is not checked yet")
 /* tuples and control flow */

@@ -87,8 +87,7 @@ hs_status hs__infer_dot(const hs_instruction *i, hs_arena *a,
 
 /* The reducer's signature: (acc_0..acc_{n-1}, x_0..x_{n-1}) -> acc tuple,
  * with scalar accumulators of the init types. */
-static hs_status check_reducer(const hs_instruction *i, int n,
-                               hs_error *err)
+hs_status hs__check_reducer(const hs_instruction *i, int n, hs_error *err)
 {
     const char *name = hs_opcode_name(i->opcode);
     if (i->n_called < 1 || !i->called || !i->called[0])
@@ -171,7 +170,7 @@ hs_status hs__infer_reduce(const hs_instruction *i, hs_arena *a,
     st = hs__check_dim_list(i, "dimension", i->dims, i->n_dims, x0->rank, x0,
                         used, err);
     if (st == HS_OK)
-        st = check_reducer(i, n, err);
+        st = hs__check_reducer(i, n, err);
     if (st != HS_OK)
         return st;
     int64_t dims[HS_MAX_RANK];

@@ -39,6 +39,11 @@ hs_status hs__check_dim_list(const hs_instruction *i, const char *what,
                              const int64_t *dims, int n, int rank,
                              const hs_shape *of, bool *used, hs_error *err);
 
+/* Checks i's to_apply computation (called[0]) against n inputs
+ * (operands 0..n) and n init values (operands n..2n): reduce and
+ * reduce-window (infer_dot.c). */
+hs_status hs__check_reducer(const hs_instruction *i, int n, hs_error *err);
+
 static inline bool same_dims(const hs_shape *a, const hs_shape *b)
 {
     if (a->rank != b->rank)
@@ -114,6 +119,11 @@ HS__RULE(dynamic_update_slice)
 HS__RULE(dot)
 HS__RULE(convolution)
 HS__RULE(reduce)
+HS__RULE(reduce_window)
+HS__RULE(select_and_scatter)
+HS__RULE(batch_norm_training)
+HS__RULE(batch_norm_inference)
+HS__RULE(batch_norm_grad)
 HS__RULE(tuple)
 HS__RULE(get_tuple_element)
 HS__RULE(while)

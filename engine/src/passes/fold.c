@@ -375,6 +375,10 @@ typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 #define FOLD_CONVOLUTION NULL
 #define FOLD_REDUCE NULL
 #define FOLD_REDUCE_WINDOW NULL
+#define FOLD_SELECT_AND_SCATTER NULL
+#define FOLD_BATCH_NORM_TRAINING NULL
+#define FOLD_BATCH_NORM_INFERENCE NULL
+#define FOLD_BATCH_NORM_GRAD NULL
 #define FOLD_MAP NULL
 #define FOLD_SORT NULL
 #define FOLD_RNG NULL

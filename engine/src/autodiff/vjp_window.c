@@ -1,0 +1,269 @@
+/* vjp_window.c - the VJP of reduce-window, as JAX writes it:
+ *
+ *     max (min)  select-and-scatter(x, gy, 0) over the forward's window,
+ *                select = compare GE (LE), scatter = add: each window's
+ *                cotangent goes to the first element of the window that
+ *                is its maximum (minimum), summed where windows overlap
+ *                (JAX's _select_and_scatter_add, XLA's max-pool gradient)
+ *     add        the cotangent padded (strides become interior padding,
+ *                the edges what the window reached past) and summed over
+ *                the same window at stride 1: JAX's
+ *                _reduce_window_sum_transpose_rule. Average pooling is
+ *                this with its divide differentiated on its own.
+ *
+ * Any other reducer, a variadic reduce-window, an active init value and
+ * max/min pooling over a dilated window are errors naming the instruction.
+ * Also the emit helper these and the batch-norm rules share: an
+ * instruction with text attributes and called computations. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "autodiff/autodiff_internal.h"
+#include "hloscope/hs_infer.h"
+
+hs_instruction *hs__ad_emit(hs_builder *b, hs_opcode op,
+                            hs_instruction *const *ops, int n,
+                            hs_computation *const *called, int n_called,
+                            const hs_attr *attrs, int n_attrs)
+{
+    if (!hs_builder_ok(b))
+        return NULL;
+    for (int k = 0; k < n; k++)
+        if (!ops[k])
+            return NULL;
+    hs_instruction proto;
+    memset(&proto, 0, sizeof proto);
+    proto.opcode = op;
+    proto.name = hs_opcode_name(op);
+    proto.operands = (hs_instruction **)ops;
+    proto.n_operands = n;
+    proto.called = (hs_computation **)called;
+    proto.n_called = n_called;
+    proto.extra = (hs_attr *)attrs;
+    proto.n_extra = n_attrs;
+    hs_shape shape;
+    hs_error e;
+    hs_module *m = hs_builder_module(b);
+    hs_status st = hs_infer_shape(&proto, m->arena, &shape, &e);
+    if (st != HS_OK) {
+        hs_builder_fail(b, st, "autodiff: %s", e.message);
+        return NULL;
+    }
+    hs_computation *c = hs_builder_computation(b);
+    for (int k = 0; k < n_called; k++)
+        if (hs_module_move_computation_before(m, called[k], c) != HS_OK) {
+            hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
+            return NULL;
+        }
+    hs_instruction *i = hs_computation_add(c, op, &shape, ops, n, NULL);
+    if (i) {
+        for (int k = 0; k < n_attrs; k++)
+            hs_instruction_add_extra(i, attrs[k].key, attrs[k].value);
+        hs_instruction_set_called(i, called, n_called);
+    }
+    if (!i || i->n_extra != n_attrs || i->n_called != n_called) {
+        hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
+        return NULL;
+    }
+    const char *scope = hs_builder_scope(b);
+    i->op_name = scope[0] ? scope : NULL;
+    return i;
+}
+
+/* Whether c is (p0: t[], p1: t[]) -> op(p0, p1) (compare: direction d). */
+static bool is_scalar_comp(const hs_computation *c, hs_opcode op,
+                           hs_direction d, hs_dtype t)
+{
+    const hs_instruction *r = c->root;
+    if (c->n_params != 2 || c->n_instrs != 3 || !r || r->opcode != op ||
+        r->n_operands != 2 || (op == HS_OP_COMPARE && r->direction != d))
+        return false;
+    for (int k = 0; k < 2; k++)
+        if (!c->params[k] || c->params[k]->shape.dtype != t ||
+            c->params[k]->shape.rank != 0 || r->operands[k] != c->params[k])
+            return false;
+    return true;
+}
+
+/* The module's computation (lhs: t[], rhs: t[]) -> op(lhs, rhs), made on
+ * first use under the name base ("ge_F32", with a suffix when that name
+ * is another computation's). */
+static hs_computation *scalar_comp(hs_builder *b, const char *base,
+                                   hs_opcode op, hs_direction d, hs_dtype t)
+{
+    hs_module *m = hs_builder_module(b);
+    char name[64];
+    snprintf(name, sizeof name, "%s", base);
+    hs_computation *c;
+    for (int suffix = 1;; suffix++) {
+        c = hs_module_find_computation(m, name);
+        if (!c || is_scalar_comp(c, op, d, t))
+            break;
+        snprintf(name, sizeof name, "%s.%d", base, suffix);
+    }
+    if (c)
+        return c;
+    c = hs_module_add_computation(m, name, false);
+    hs_shape s = hs_shape_scalar(t);
+    hs_instruction *p[2] = {NULL, NULL};
+    for (int k = 0; c && k < 2; k++) {
+        char pn[32];
+        snprintf(pn, sizeof pn, "%s.%d", k ? "rhs" : "lhs", m->next_id);
+        p[k] = hs_computation_add_parameter(c, k, &s, pn);
+    }
+    hs_shape rs = op == HS_OP_COMPARE ? hs_shape_scalar(HS_PRED) : s;
+    hs_instruction *r = p[0] && p[1] ? hs_computation_add(c, op, &rs, p, 2,
+                                                          NULL)
+                                     : NULL;
+    if (!r) {
+        hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
+        return NULL;
+    }
+    r->direction = d;
+    c->root = r;
+    return c;
+}
+
+static void vjp_extremum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
+                         const hs_window *w, bool max)
+{
+    hs_builder *b = hs__vjp_builder(v);
+    hs_instruction *x = y->operands[0];
+    for (int d = 0; d < w->rank; d++)
+        if (w->dim[d].lhs_dilate != 1 || w->dim[d].rhs_dilate != 1) {
+            hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
+                         "autodiff: no gradient rule for a %s reduce-window "
+                         "with a dilated window (instruction %s)",
+                         max ? "max" : "min", y->name);
+            return;
+        }
+    hs_dtype t = x->shape.dtype;
+    char sel_name[32], add_name[32];
+    snprintf(sel_name, sizeof sel_name, "%s_%s", max ? "ge" : "le",
+             hs_dtype_name(t));
+    snprintf(add_name, sizeof add_name, "add_%s", hs_dtype_name(t));
+    hs_computation *called[2] = {
+        scalar_comp(b, sel_name, HS_OP_COMPARE, max ? HS_DIR_GE : HS_DIR_LE,
+                    t),
+        scalar_comp(b, add_name, HS_OP_ADD, HS_DIR_NONE, t)};
+    if (!called[0] || !called[1])
+        return;
+    char sel_ref[80], add_ref[80];
+    snprintf(sel_ref, sizeof sel_ref, "%%%s", called[0]->name);
+    snprintf(add_ref, sizeof add_ref, "%%%s", called[1]->name);
+    hs_attr attrs[3] = {{"window", hs_instruction_attr(y, "window")},
+                        {"select", sel_ref},
+                        {"scatter", add_ref}};
+    hs_instruction *ops[3] = {x, gy, hs_b_const_f32(b, 0.0f)};
+    hs__vjp_acc(v, x, hs__ad_emit(b, HS_OP_SELECT_AND_SCATTER, ops, 3,
+                                  called, 2, attrs, 3));
+}
+
+/* Appends "<lo>_<hi>[_<interior>]" for each dimension, 'x'-separated. */
+static void put_pair(char *buf, size_t size, int d, int64_t lo, int64_t hi,
+                     const int64_t *interior)
+{
+    size_t len = strlen(buf);
+    if (interior)
+        snprintf(buf + len, size - len, "%s%" PRId64 "_%" PRId64 "_%" PRId64,
+                 d ? "x" : "", lo, hi, *interior);
+    else
+        snprintf(buf + len, size - len, "%s%" PRId64 "_%" PRId64,
+                 d ? "x" : "", lo, hi);
+}
+
+static int64_t dilated(int64_t n, int64_t d) { return n ? 1 + d * (n - 1) : 0; }
+
+/* JAX's _reduce_window_sum_transpose_rule: pad gy by what a window at
+ * stride 1 must see (_conv_general_vjp_lhs_padding, strides as interior
+ * padding), then sum it over the same window at the base dilation's
+ * stride. */
+static void vjp_sum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
+                    const hs_window *w)
+{
+    hs_builder *b = hs__vjp_builder(v);
+    hs_instruction *x = y->operands[0];
+    if (hs__vjp_active(v, y->operands[1])) {
+        hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
+                     "autodiff: the init value of a reduce-window (%s) is "
+                     "not differentiated", y->name);
+        return;
+    }
+    if (!hs__vjp_active(v, x))
+        return;
+    char padding[HS_MAX_RANK * 64] = "", window[HS_MAX_RANK * 96];
+    char size[HS_MAX_RANK * 24] = "", stride[HS_MAX_RANK * 24] = "",
+         rhs[HS_MAX_RANK * 24] = "";
+    bool any_rhs = false;
+    for (int d = 0; d < w->rank; d++) {
+        const hs_window_dim *wd = &w->dim[d];
+        int64_t in_dil = dilated(x->shape.dims[d], wd->lhs_dilate);
+        int64_t win_dil = dilated(wd->size, wd->rhs_dilate);
+        int64_t out_dil = dilated(y->shape.dims[d], wd->stride);
+        int64_t lo = win_dil - wd->pad_lo - 1;
+        int64_t hi = in_dil + win_dil - 1 - out_dil - lo;
+        int64_t interior = wd->stride - 1;
+        put_pair(padding, sizeof padding, d, lo, hi, &interior);
+        size_t n = strlen(size), ns = strlen(stride), nr = strlen(rhs);
+        snprintf(size + n, sizeof size - n, "%s%" PRId64, d ? "x" : "",
+                 wd->size);
+        snprintf(stride + ns, sizeof stride - ns, "%s%" PRId64,
+                 d ? "x" : "", wd->lhs_dilate);
+        snprintf(rhs + nr, sizeof rhs - nr, "%s%" PRId64, d ? "x" : "",
+                 wd->rhs_dilate);
+        any_rhs |= wd->rhs_dilate != 1;
+    }
+    snprintf(window, sizeof window, "{size=%s stride=%s%s%s}", size, stride,
+             any_rhs ? " rhs_dilate=" : "", any_rhs ? rhs : "");
+    hs_instruction *zero = hs_b_const_f32(b, 0.0f);
+    hs_attr pad_attr = {"padding", padding};
+    hs_instruction *pad_ops[2] = {gy, zero};
+    hs_instruction *padded = hs__ad_emit(b, HS_OP_PAD, pad_ops, 2, NULL, 0,
+                                         &pad_attr, 1);
+    hs_attr rw_attr = {"window", window};
+    hs_instruction *rw_ops[2] = {padded, zero};
+    hs__vjp_acc(v, x, hs__ad_emit(b, HS_OP_REDUCE_WINDOW, rw_ops, 2,
+                                  y->called, 1, &rw_attr, 1));
+}
+
+void hs__vjp_reduce_window(hs_vjp *v, hs_instruction *y)
+{
+    if (y->n_operands != 2 || y->shape.dtype == HS_TUPLE) {
+        hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
+                     "autodiff: no gradient rule for a variadic "
+                     "reduce-window (instruction %s)", y->name);
+        return;
+    }
+    hs_window w;
+    hs_error e;
+    if (hs_instruction_window(y, y->operands[0]->shape.rank, &w, &e)) {
+        hs__vjp_fail(v, y, e.status, "autodiff: %s", e.message);
+        return;
+    }
+    hs_instruction *gy = hs__vjp_cotangent(v, y);
+    int op = hs__vjp_reducer_op(y);
+    switch (op) {
+    case HS_OP_ADD:
+        vjp_sum(v, y, gy, &w);
+        return;
+    case HS_OP_MAXIMUM:
+    case HS_OP_MINIMUM:
+        if (hs__vjp_active(v, y->operands[1])) {
+            hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
+                         "autodiff: the init value of a max/min "
+                         "reduce-window (%s) is not differentiated",
+                         y->name);
+            return;
+        }
+        if (hs__vjp_active(v, y->operands[0]))
+            vjp_extremum(v, y, gy, &w, op == HS_OP_MAXIMUM);
+        return;
+    default:
+        hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
+                     "autodiff: no gradient rule for reduce-window with "
+                     "reducer %s (instruction %s); sum, max and min are "
+                     "differentiated",
+                     y->n_called ? y->called[0]->name : "?", y->name);
+    }
+}

@@ -1,0 +1,202 @@
+/*
+ * kernels_batch_norm.c - batch-norm-training, -inference and -grad, run
+ * directly (XLA's BatchNormExpander would rewrite them into reduces and
+ * element-wise ops first; hloscope keeps them as one instruction each, so
+ * the graph shows what the frontend emitted).
+ *
+ * The operand is viewed as [outer, C, inner] around its feature dimension
+ * (feature_index=); every per-feature statistic covers N = outer * inner
+ * elements. Sums accumulate in double and the variance is two-pass (the
+ * mean first, then the mean of squared deviations), so a feature whose
+ * mean is large against its spread keeps its variance; E[x^2] - E[x]^2 in
+ * f32 would cancel it. Results are rounded to f32 once. f32 only.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/device_internal.h"
+
+typedef struct bn_view {
+    int64_t outer, c, inner, n; /* n = outer * inner per feature */
+    float eps;
+} bn_view;
+
+static hs_status view_of(dev_ctx *x, const hs_instruction *in,
+                         dev_val **f, const dev_step *s, bn_view *v)
+{
+    for (int k = 0; k < s->n_ops; k++) {
+        const dev_val *o = dev_op(s, f, k);
+        if (o->elems || o->shape->dtype != HS_F32)
+            return dev_unsupported(x, in, "a batch norm that is not f32 "
+                                          "(only f32 batch norm runs)");
+    }
+    const hs_shape *xs = dev_op(s, f, 0)->shape;
+    hs_batch_norm bn;
+    hs_status st = hs_instruction_batch_norm(in, xs->rank, &bn, x->err);
+    if (st)
+        return st;
+    v->outer = v->inner = 1;
+    for (int d = 0; d < xs->rank; d++) {
+        if (d < bn.feature_index)
+            v->outer *= xs->dims[d];
+        else if (d > bn.feature_index)
+            v->inner *= xs->dims[d];
+    }
+    v->c = xs->dims[bn.feature_index];
+    v->n = v->outer * v->inner;
+    v->eps = bn.epsilon;
+    for (int k = 1; k < s->n_ops; k++) {
+        const hs_shape *o = dev_op(s, f, k)->shape;
+        bool feature = !(in->opcode == HS_OP_BATCH_NORM_GRAD && k == 4);
+        if (feature ? hs_shape_elements(o) != v->c
+                    : hs_shape_elements(o) != hs_shape_elements(xs))
+            return dev_unsupported(x, in, "a batch norm whose operands do "
+                                          "not match its feature dimension");
+    }
+    return HS_OK;
+}
+
+static const float *data_of(const dev_step *s, dev_val **f, int k)
+{
+    return dev_op(s, f, k)->block->data;
+}
+
+/* sum over each feature of g(x, c): into out[c] (double). */
+#define FEATURE_SUMS(v, out, EXPR)                                         \
+    do {                                                                   \
+        for (int64_t c_ = 0; c_ < (v)->c; c_++)                            \
+            (out)[c_] = 0;                                                 \
+        for (int64_t o_ = 0; o_ < (v)->outer; o_++)                        \
+            for (int64_t c = 0; c < (v)->c; c++) {                         \
+                int64_t base = (o_ * (v)->c + c) * (v)->inner;             \
+                double acc_ = 0;                                           \
+                for (int64_t i = base; i < base + (v)->inner; i++)         \
+                    acc_ += (EXPR);                                        \
+                (out)[c] += acc_;                                          \
+            }                                                              \
+    } while (0)
+
+/* y = (x - mean[c]) * scale[c] / sqrt(var[c] + eps) + offset[c] */
+static void normalise(const bn_view *v, const float *xd, const float *mean,
+                      const float *var, const float *scale,
+                      const float *offset, float *y)
+{
+    for (int64_t o = 0; o < v->outer; o++)
+        for (int64_t c = 0; c < v->c; c++) {
+            float m = mean[c];
+            float k = scale[c] / sqrtf(var[c] + v->eps);
+            float b = offset[c];
+            int64_t base = (o * v->c + c) * v->inner;
+            const float *xr = xd + base;
+            float *yr = y + base;
+            VLOOP(v->inner, yr[i] = (xr[i] - m) * k + b);
+        }
+}
+
+/* A tuple of three new arrays shaped like in's result. NULL: error set. */
+static dev_val *tuple3(dev_ctx *x, const hs_instruction *in)
+{
+    dev_val *t = dev_tuple_new(x, &in->shape, 3);
+    for (int k = 0; t && k < 3; k++)
+        if (!(t->elems[k] = dev_array_new(x, &in->shape.elems[k]))) {
+            dev_release(x, t);
+            return NULL;
+        }
+    return t;
+}
+
+hs_status dev_k_batch_norm_training(dev_ctx *x, const dev_step *s,
+                                    dev_val **f, dev_val **out)
+{
+    bn_view v;
+    hs_status st = view_of(x, s->in, f, s, &v);
+    if (st)
+        return st;
+    /* sum[0..C) then the double mean mu[0..C) */
+    double *sum = malloc((size_t)(v.c ? 2 * v.c : 1) * sizeof *sum);
+    dev_val *t = sum ? tuple3(x, s->in) : NULL;
+    if (!t) {
+        free(sum);
+        return sum ? x->err->status : dev_oom(x);
+    }
+    double *mu = sum + v.c;
+    const float *xd = data_of(s, f, 0);
+    float *mean = t->elems[1]->block->data, *var = t->elems[2]->block->data;
+    double n = v.n > 0 ? (double)v.n : 1.0;
+    FEATURE_SUMS(&v, sum, xd[i]);
+    for (int64_t c = 0; c < v.c; c++) {
+        mu[c] = sum[c] / n;
+        mean[c] = (float)mu[c];
+    }
+    FEATURE_SUMS(&v, sum, ((double)xd[i] - mu[c]) * ((double)xd[i] - mu[c]));
+    for (int64_t c = 0; c < v.c; c++)
+        var[c] = (float)(sum[c] / n);
+    free(sum);
+    normalise(&v, xd, mean, var, data_of(s, f, 1), data_of(s, f, 2),
+              t->elems[0]->block->data);
+    *out = t;
+    return HS_OK;
+}
+
+hs_status dev_k_batch_norm_inference(dev_ctx *x, const dev_step *s,
+                                     dev_val **f, dev_val **out)
+{
+    bn_view v;
+    hs_status st = view_of(x, s->in, f, s, &v);
+    if (st)
+        return st;
+    dev_val *y = dev_array_new(x, &s->in->shape);
+    if (!y)
+        return x->err->status;
+    normalise(&v, data_of(s, f, 0), data_of(s, f, 3), data_of(s, f, 4),
+              data_of(s, f, 1), data_of(s, f, 2), y->block->data);
+    *out = y;
+    return HS_OK;
+}
+
+/* XLA's batch-norm-grad, with r = 1 / sqrt(var + eps):
+ *   grad_offset[c]  = sum gy
+ *   grad_scale[c]   = sum gy * (x - mean) * r
+ *   grad_operand    = scale * r / N * (N * gy - grad_offset
+ *                       - (x - mean) * r^2 * sum gy * (x - mean)) */
+hs_status dev_k_batch_norm_grad(dev_ctx *x, const dev_step *s, dev_val **f,
+                                dev_val **out)
+{
+    bn_view v;
+    hs_status st = view_of(x, s->in, f, s, &v);
+    if (st)
+        return st;
+    double *sum_gy = malloc((size_t)(v.c ? 2 * v.c : 1) * sizeof *sum_gy);
+    dev_val *t = sum_gy ? tuple3(x, s->in) : NULL;
+    if (!t) {
+        free(sum_gy);
+        return sum_gy ? x->err->status : dev_oom(x);
+    }
+    double *sum_gyx = sum_gy + v.c;
+    const float *xd = data_of(s, f, 0), *scale = data_of(s, f, 1),
+                *mean = data_of(s, f, 2), *var = data_of(s, f, 3),
+                *gy = data_of(s, f, 4);
+    float *gx = t->elems[0]->block->data, *gscale = t->elems[1]->block->data,
+          *goffset = t->elems[2]->block->data;
+    FEATURE_SUMS(&v, sum_gy, gy[i]);
+    FEATURE_SUMS(&v, sum_gyx, (double)gy[i] * ((double)xd[i] - mean[c]));
+    double n = v.n > 0 ? (double)v.n : 1.0;
+    for (int64_t c = 0; c < v.c; c++) {
+        double r = 1.0 / sqrt((double)var[c] + v.eps);
+        goffset[c] = (float)sum_gy[c];
+        gscale[c] = (float)(sum_gyx[c] * r);
+    }
+    for (int64_t o = 0; o < v.outer; o++)
+        for (int64_t c = 0; c < v.c; c++) {
+            double r = 1.0 / sqrt((double)var[c] + v.eps);
+            double k = scale[c] * r / n, m = mean[c];
+            double a = sum_gy[c], b = sum_gyx[c] * r * r;
+            int64_t base = (o * v.c + c) * v.inner;
+            for (int64_t i = base; i < base + v.inner; i++)
+                gx[i] = (float)(k * (n * gy[i] - a - (xd[i] - m) * b));
+        }
+    free(sum_gy);
+    *out = t;
+    return HS_OK;
+}
