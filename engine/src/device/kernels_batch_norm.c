@@ -62,18 +62,29 @@ static const float *data_of(const dev_step *s, dev_val **f, int k)
     return dev_op(s, f, k)->block->data;
 }
 
-/* sum over each feature of g(x, c): into out[c] (double). */
+/* out[c] = the sum over feature c's elements k of EXPR (double). Four
+ * partial sums per row, so the additions are four independent chains
+ * rather than one (the compiler may not reorder them itself). */
 #define FEATURE_SUMS(v, out, EXPR)                                         \
     do {                                                                   \
         for (int64_t c_ = 0; c_ < (v)->c; c_++)                            \
             (out)[c_] = 0;                                                 \
         for (int64_t o_ = 0; o_ < (v)->outer; o_++)                        \
             for (int64_t c = 0; c < (v)->c; c++) {                         \
-                int64_t base = (o_ * (v)->c + c) * (v)->inner;             \
-                double acc_ = 0;                                           \
-                for (int64_t i = base; i < base + (v)->inner; i++)         \
-                    acc_ += (EXPR);                                        \
-                (out)[c] += acc_;                                          \
+                int64_t i_ = (o_ * (v)->c + c) * (v)->inner;               \
+                int64_t end_ = i_ + (v)->inner;                            \
+                double s0 = 0, s1 = 0, s2 = 0, s3 = 0;                     \
+                for (; i_ + 4 <= end_; i_ += 4) {                          \
+                    { int64_t k = i_; s0 += (EXPR); }                      \
+                    { int64_t k = i_ + 1; s1 += (EXPR); }                  \
+                    { int64_t k = i_ + 2; s2 += (EXPR); }                  \
+                    { int64_t k = i_ + 3; s3 += (EXPR); }                  \
+                }                                                          \
+                for (; i_ < end_; i_++) {                                  \
+                    int64_t k = i_;                                        \
+                    s0 += (EXPR);                                          \
+                }                                                          \
+                (out)[c] += (s0 + s1) + (s2 + s3);                         \
             }                                                              \
     } while (0)
 
@@ -124,12 +135,12 @@ hs_status dev_k_batch_norm_training(dev_ctx *x, const dev_step *s,
     const float *xd = data_of(s, f, 0);
     float *mean = t->elems[1]->block->data, *var = t->elems[2]->block->data;
     double n = v.n > 0 ? (double)v.n : 1.0;
-    FEATURE_SUMS(&v, sum, xd[i]);
+    FEATURE_SUMS(&v, sum, xd[k]);
     for (int64_t c = 0; c < v.c; c++) {
         mu[c] = sum[c] / n;
         mean[c] = (float)mu[c];
     }
-    FEATURE_SUMS(&v, sum, ((double)xd[i] - mu[c]) * ((double)xd[i] - mu[c]));
+    FEATURE_SUMS(&v, sum, ((double)xd[k] - mu[c]) * ((double)xd[k] - mu[c]));
     for (int64_t c = 0; c < v.c; c++)
         var[c] = (float)(sum[c] / n);
     free(sum);
@@ -179,8 +190,8 @@ hs_status dev_k_batch_norm_grad(dev_ctx *x, const dev_step *s, dev_val **f,
                 *gy = data_of(s, f, 4);
     float *gx = t->elems[0]->block->data, *gscale = t->elems[1]->block->data,
           *goffset = t->elems[2]->block->data;
-    FEATURE_SUMS(&v, sum_gy, gy[i]);
-    FEATURE_SUMS(&v, sum_gyx, (double)gy[i] * ((double)xd[i] - mean[c]));
+    FEATURE_SUMS(&v, sum_gy, gy[k]);
+    FEATURE_SUMS(&v, sum_gyx, (double)gy[k] * ((double)xd[k] - mean[c]));
     double n = v.n > 0 ? (double)v.n : 1.0;
     for (int64_t c = 0; c < v.c; c++) {
         double r = 1.0 / sqrt((double)var[c] + v.eps);
@@ -193,8 +204,10 @@ hs_status dev_k_batch_norm_grad(dev_ctx *x, const dev_step *s, dev_val **f,
             double k = scale[c] * r / n, m = mean[c];
             double a = sum_gy[c], b = sum_gyx[c] * r * r;
             int64_t base = (o * v.c + c) * v.inner;
-            for (int64_t i = base; i < base + v.inner; i++)
-                gx[i] = (float)(k * (n * gy[i] - a - (xd[i] - m) * b));
+            const float *gyr = gy + base, *xr = xd + base;
+            float *gxr = gx + base;
+            VLOOP(v.inner, gxr[i] = (float)(k * (n * gyr[i] - a -
+                                                 ((double)xr[i] - m) * b)));
         }
     free(sum_gy);
     *out = t;

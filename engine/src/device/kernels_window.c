@@ -17,6 +17,7 @@
  * element type (values are copied by element size) and for variadic
  * reduce-window.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,24 @@ static hs_status geom_build(dev_ctx *x, const hs_instruction *in,
     hs_status st = hs_instruction_window(in, of->rank, &w, x->err);
     if (st != HS_OK)
         return st;
+    /* At least two dimensions (leading ones of size 1 with a window of
+     * one), so that the fast loops always walk [outer..., rows, columns]. */
+    hs_shape view = *of;
+    int lead = of->rank < 2 ? 2 - of->rank : 0;
+    if (lead) {
+        hs_window_dim one = {.size = 1, .stride = 1, .lhs_dilate = 1,
+                             .rhs_dilate = 1};
+        for (int d = of->rank - 1; d >= 0; d--) {
+            view.dims[d + lead] = of->dims[d];
+            w.dim[d + lead] = w.dim[d];
+        }
+        for (int d = 0; d < lead; d++) {
+            view.dims[d] = 1;
+            w.dim[d] = one;
+        }
+        view.rank = 2;
+        of = &view;
+    }
     g->rank = of->rank;
     int64_t strides[HS_MAX_RANK];
     dev_row_major_strides(of->dims, of->rank, strides);
@@ -141,26 +160,76 @@ static int64_t count_of(const int64_t *dims, int rank)
 
 /* ---- reduce-window ----------------------------------------------------- */
 
-#define RW_FAST(OP)                                                        \
-    for (int64_t o = 0; o < n_out; o++, next_coord(oc, g->out_dims,        \
-                                                    g->rank)) {            \
-        int64_t n = window_offsets(g, oc, buf);                            \
-        float acc = init;                                                  \
-        for (int64_t j = 0; j < n; j++)                                    \
-            acc = binary_f32(OP, acc, a[buf[j]]);                          \
-        y[o] = acc;                                                        \
+/* The fast loops walk the outputs as [outer..., rows, columns]: for each
+ * coordinate of the outer dimensions the offsets their windows cover are
+ * listed once (one offset, 0, for the batch and feature dimensions of a
+ * pooling window), then every output of the plane combines
+ * outer offsets x its rows x its columns. */
+typedef struct plane_walk {
+    int64_t oc[HS_MAX_RANK]; /* outer coordinate */
+    int64_t n_outer;         /* outer output coordinates */
+    int64_t *obuf;           /* the outer window's offsets */
+} plane_walk;
+
+/* Lists the outer window's offsets for the coordinate in w->oc (the two
+ * last coordinates are 0) into w->obuf; returns how many. */
+static int64_t outer_offsets(const win_geom *g, plane_walk *w)
+{
+    win_geom outer = *g;
+    outer.rank = g->rank - 2;
+    return outer.rank ? window_offsets(&outer, w->oc, w->obuf) : (w->obuf[0] = 0, 1);
+}
+
+/* max and min without a branch per element (random data mispredicts
+ * half of them): a NaN is tracked apart and wins at the end, as XLA's
+ * NaN-propagating maximum and minimum give. Each row of the window is
+ * reduced on its own first, so rows and neighbouring outputs are
+ * independent chains the processor overlaps. */
+#define PICK_MAX(acc, v) ((v) > (acc) ? (v) : (acc))
+#define PICK_MIN(acc, v) ((v) < (acc) ? (v) : (acc))
+#define PICK_ADD(acc, v) ((acc) + (v))
+
+#define RW_PLANE(PICK, IDENT, TRACK_NAN)                                   \
+    for (int64_t q = 0; q < w.n_outer; q++) {                              \
+        int64_t no = outer_offsets(g, &w);                                 \
+        for (int64_t r = 0; r < rows; r++) {                               \
+            const int64_t *ro = g->off[hd] + g->start[hd][r];              \
+            int64_t nr = g->start[hd][r + 1] - g->start[hd][r];            \
+            for (int64_t c = 0; c < cols; c++) {                           \
+                const int64_t *co = g->off[wd] + g->start[wd][c];          \
+                int64_t nc = g->start[wd][c + 1] - g->start[wd][c];        \
+                float acc = init;                                          \
+                int nan = 0;                                               \
+                for (int64_t o = 0; o < no; o++)                           \
+                    for (int64_t i = 0; i < nr; i++) {                     \
+                        const float *row = a + w.obuf[o] + ro[i];          \
+                        float part = IDENT;                                \
+                        for (int64_t j = 0; j < nc; j++) {                 \
+                            float v = row[co[j]];                          \
+                            part = PICK(part, v);                          \
+                            if (TRACK_NAN)                                 \
+                                nan |= v != v;                             \
+                        }                                                  \
+                        acc = PICK(acc, part);                             \
+                    }                                                      \
+                *y++ = TRACK_NAN && (nan | (init != init)) ? NAN : acc;    \
+            }                                                              \
+        }                                                                  \
+        next_coord(w.oc, g->out_dims, g->rank - 2);                        \
     }
 
 static void reduce_window_f32(hs_opcode op, const win_geom *g,
                               const float *restrict a, float init,
                               float *restrict y, int64_t *buf)
 {
-    int64_t oc[HS_MAX_RANK] = {0};
-    int64_t n_out = count_of(g->out_dims, g->rank);
+    int hd = g->rank - 2, wd = g->rank - 1;
+    int64_t rows = g->out_dims[hd], cols = g->out_dims[wd];
+    plane_walk w = {.n_outer = count_of(g->out_dims, g->rank - 2),
+                    .obuf = buf};
     switch (op) {
-    case HS_OP_ADD: RW_FAST(HS_OP_ADD) break;
-    case HS_OP_MAXIMUM: RW_FAST(HS_OP_MAXIMUM) break;
-    default: RW_FAST(HS_OP_MINIMUM) break;
+    case HS_OP_ADD: RW_PLANE(PICK_ADD, -0.0f, 0) break;
+    case HS_OP_MAXIMUM: RW_PLANE(PICK_MAX, -INFINITY, 1) break;
+    default: RW_PLANE(PICK_MIN, INFINITY, 1) break;
     }
 }
 
@@ -327,33 +396,57 @@ static hs_direction select_direction(const hs_computation *c)
 /* Whether select(a, b) keeps a (the element selected so far). NaN never
  * compares true, so a NaN is replaced by the next element, as XLA's
  * compare-based select does. */
-ELEM bool keeps(hs_direction d, float a, float b)
-{
-    switch (d) {
-    case HS_DIR_GE: return a >= b;
-    case HS_DIR_GT: return a > b;
-    case HS_DIR_LE: return a <= b;
-    default: return a < b; /* LT */
+#define KEEP_GE(a, b) ((a) >= (b))
+#define KEEP_GT(a, b) ((a) > (b))
+#define KEEP_LE(a, b) ((a) <= (b))
+#define KEEP_LT(a, b) ((a) < (b))
+
+/* Selection without a branch per element: the chosen offset and value
+ * are conditional moves. */
+#define SAS_PLANE(KEEP)                                                    \
+    for (int64_t q = 0; q < w.n_outer; q++) {                              \
+        int64_t no = outer_offsets(g, &w);                                 \
+        for (int64_t r = 0; r < rows; r++) {                               \
+            const int64_t *ro = g->off[hd] + g->start[hd][r];              \
+            int64_t nr = g->start[hd][r + 1] - g->start[hd][r];            \
+            for (int64_t c = 0; c < cols; c++, src++) {                    \
+                const int64_t *co = g->off[wd] + g->start[wd][c];          \
+                int64_t nc = g->start[wd][c + 1] - g->start[wd][c];        \
+                if (no == 0 || nr == 0 || nc == 0)                         \
+                    continue;                                              \
+                /* The first element selects itself (select(e, e) keeps  \
+                 * it or takes it, the same element either way). */      \
+                int64_t best = w.obuf[0] + ro[0] + co[0];                  \
+                for (int64_t o = 0; o < no; o++)                           \
+                    for (int64_t i = 0; i < nr; i++) {                     \
+                        int64_t base = w.obuf[o] + ro[i];                  \
+                        for (int64_t j = 0; j < nc; j++) {                 \
+                            int64_t at = base + co[j];                     \
+                            /* all ones when select drops best */         \
+                            int64_t m = -(int64_t)!KEEP(a[best], a[at]);   \
+                            best = (at & m) | (best & ~m);                 \
+                        }                                                  \
+                    }                                                      \
+                y[best] += *src;                                           \
+            }                                                              \
+        }                                                                  \
+        next_coord(w.oc, g->out_dims, g->rank - 2);                        \
     }
-}
 
 static void select_and_scatter_f32(hs_direction d, const win_geom *g,
                                    const float *restrict a,
                                    const float *restrict src, float *y,
                                    int64_t *buf)
 {
-    int64_t oc[HS_MAX_RANK] = {0};
-    int64_t n_src = count_of(g->out_dims, g->rank);
-    for (int64_t o = 0; o < n_src; o++) {
-        int64_t cnt = window_offsets(g, oc, buf);
-        if (cnt > 0) {
-            int64_t best = buf[0];
-            for (int64_t j = 1; j < cnt; j++)
-                if (!keeps(d, a[best], a[buf[j]]))
-                    best = buf[j];
-            y[best] += src[o];
-        }
-        next_coord(oc, g->out_dims, g->rank);
+    int hd = g->rank - 2, wd = g->rank - 1;
+    int64_t rows = g->out_dims[hd], cols = g->out_dims[wd];
+    plane_walk w = {.n_outer = count_of(g->out_dims, g->rank - 2),
+                    .obuf = buf};
+    switch (d) {
+    case HS_DIR_GE: SAS_PLANE(KEEP_GE) break;
+    case HS_DIR_GT: SAS_PLANE(KEEP_GT) break;
+    case HS_DIR_LE: SAS_PLANE(KEEP_LE) break;
+    default: SAS_PLANE(KEEP_LT) break;
     }
 }
 
@@ -486,8 +579,12 @@ hs_status dev_k_select_and_scatter(dev_ctx *x, const dev_step *s,
         int ey = dev_esize(in->shape.dtype);
         int64_t n = hs_shape_elements(&in->shape);
         char *yd = y->block->data;
-        for (int64_t k = 0; k < n; k++)
-            memcpy(yd + k * ey, iv->block->data, (size_t)ey);
+        /* init everywhere: one element, then copies that double */
+        if (n > 0)
+            memcpy(yd, iv->block->data, (size_t)ey);
+        for (int64_t done = 1; done < n; done *= 2)
+            memcpy(yd + done * ey, yd,
+                   (size_t)((done < n - done ? done : n - done) * ey));
         hs_direction d = select_direction(selc);
         if (av->shape->dtype == HS_F32 && in->shape.dtype == HS_F32 &&
             d != HS_DIR_NONE && d != HS_DIR_EQ && d != HS_DIR_NE &&
