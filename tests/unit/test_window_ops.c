@@ -69,6 +69,26 @@ static void assert_floats(const hs_tensor *t, const float *want, int n)
                      (double)hs_tensor_f32(t)[k], (double)want[k]);
 }
 
+/* Parses and verifies an entry over the computations above, runs it on
+ * args and checks its one output against want. */
+static void assert_runs_to(const char *entry, const float *const *args,
+                           int n_args, const float *want, int n_want)
+{
+    char text[4096];
+    snprintf(text, sizeof text, "HloModule m\n%sENTRY e {\n%s}\n",
+             COMPUTATIONS, entry);
+    hs_module *m = parse(text);
+    hs_error err;
+    hs_error_clear(&err);
+    if (hs_module_verify(m, &err) != HS_OK)
+        fail_msg("verify: %s", err.message);
+    int n;
+    hs_tensor **out = run(m, args, n_args, &n);
+    assert_floats(out[0], want, n_want);
+    hs_tensors_free(out, n);
+    hs_module_free(m);
+}
+
 /* Verifying text must fail with a message naming instr and saying why. */
 static void assert_refused(const char *text, const char *instr,
                            const char *why)
@@ -95,20 +115,13 @@ static const float x4x4[16] = {0,  1,  2,  3,  4,  5,  6,  7,
 static void max_pool_pads_and_strides(void **state)
 {
     (void)state;
-    hs_module *m = parse(
-        "HloModule m\n" COMPUTATIONS "ENTRY e {\n"
-        "  x = f32[1,1,4,4] parameter(0)\n"
-        "  ninf = f32[] constant(-inf)\n"
-        "  ROOT p = f32[1,1,2,2] reduce-window(x, ninf), "
-        "window={size=1x1x3x3 stride=1x1x2x2 pad=0_0x0_0x1_1x1_1}, "
-        "to_apply=max\n}\n");
-    hs_error err;
-    assert_int_equal(hs_module_verify(m, &err), HS_OK);
-    int n;
-    hs_tensor **out = run(m, (const float *[]){x4x4}, 1, &n);
-    assert_floats(out[0], (const float[]){5, 7, 13, 15}, 4);
-    hs_tensors_free(out, n);
-    hs_module_free(m);
+    assert_runs_to("  x = f32[1,1,4,4] parameter(0)\n"
+                   "  ninf = f32[] constant(-inf)\n"
+                   "  ROOT p = f32[1,1,2,2] reduce-window(x, ninf), "
+                   "window={size=1x1x3x3 stride=1x1x2x2 "
+                   "pad=0_0x0_0x1_1x1_1}, to_apply=max\n",
+                   (const float *[]){x4x4}, 1,
+                   (const float[]){5, 7, 13, 15}, 4);
 }
 
 /* Base dilation puts holes between the elements, window dilation spreads
@@ -117,39 +130,25 @@ static void max_pool_pads_and_strides(void **state)
 static void sum_over_dilations_skips_holes(void **state)
 {
     (void)state;
-    hs_module *m = parse(
-        "HloModule m\n" COMPUTATIONS "ENTRY e {\n"
-        "  x = f32[3] parameter(0)\n"
-        "  ten = f32[] constant(10)\n"
-        "  ROOT s = f32[4] reduce-window(x, ten), window={size=2 "
-        "pad=0_1 lhs_dilate=2 rhs_dilate=2}, to_apply=add\n}\n");
-    hs_error err;
-    assert_int_equal(hs_module_verify(m, &err), HS_OK);
-    int n;
-    hs_tensor **out = run(m, (const float *[]){(const float[]){1, 2, 3}}, 1,
-                          &n);
     /* dilated x: 1 _ 2 _ 3 | pad; windows {k, k + 2} */
-    assert_floats(out[0], (const float[]){13, 10, 15, 10}, 4);
-    hs_tensors_free(out, n);
-    hs_module_free(m);
+    assert_runs_to("  x = f32[3] parameter(0)\n"
+                   "  ten = f32[] constant(10)\n"
+                   "  ROOT s = f32[4] reduce-window(x, ten), window={size=2 "
+                   "pad=0_1 lhs_dilate=2 rhs_dilate=2}, to_apply=add\n",
+                   (const float *[]){(const float[]){1, 2, 3}}, 1,
+                   (const float[]){13, 10, 15, 10}, 4);
 }
 
 /* A reducer without a fast path (multiply) is interpreted. */
 static void any_reducer_is_interpreted(void **state)
 {
     (void)state;
-    hs_module *m = parse(
-        "HloModule m\n" COMPUTATIONS "ENTRY e {\n"
-        "  x = f32[4] parameter(0)\n"
-        "  one = f32[] constant(1)\n"
-        "  ROOT s = f32[3] reduce-window(x, one), window={size=2}, "
-        "to_apply=mul\n}\n");
-    int n;
-    hs_tensor **out = run(m, (const float *[]){(const float[]){1, 2, 3, 4}},
-                          1, &n);
-    assert_floats(out[0], (const float[]){2, 6, 12}, 3);
-    hs_tensors_free(out, n);
-    hs_module_free(m);
+    assert_runs_to("  x = f32[4] parameter(0)\n"
+                   "  one = f32[] constant(1)\n"
+                   "  ROOT s = f32[3] reduce-window(x, one), window={size=2}, "
+                   "to_apply=mul\n",
+                   (const float *[]){(const float[]){1, 2, 3, 4}}, 1,
+                   (const float[]){2, 6, 12}, 3);
 }
 
 /* Variadic reduce-window: the arg-max of each window, first index on
@@ -221,26 +220,56 @@ static void select_and_scatter_ties_go_to_the_first(void **state)
     }
 }
 
+/* Twelve elements with ties and NaNs under windows of three: the fast
+ * path (four outputs side by side, then one by one) and the interpreted
+ * select walk each window the same way, so they give the same bits. */
+static void select_and_scatter_fast_path_matches_interpreted(void **state)
+{
+    (void)state;
+    const float x[12] = {1, 1, 2, 2, NAN, 3, 3, 1, NAN, NAN, 0, 0};
+    const float src[10] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
+    float got[2][12];
+    const char *selects[] = {"ge", "ge_slow"};
+    for (int k = 0; k < 2; k++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+                 "  x = f32[12] parameter(0)\n  s = f32[10] parameter(1)\n"
+                 "  zero = f32[] constant(0)\n"
+                 "  ROOT r = f32[12] select-and-scatter(x, s, zero), "
+                 "window={size=3}, select=%%%s, scatter=%%add\n}\n",
+                 selects[k]);
+        hs_module *m = parse(text);
+        int n;
+        hs_tensor **out = run(m, (const float *[]){x, src}, 2, &n);
+        memcpy(got[k], out[0]->data, sizeof got[k]);
+        hs_tensors_free(out, n);
+        hs_module_free(m);
+    }
+    assert_memory_equal(got[0], got[1], sizeof got[0]);
+    /* windows 0 and 1: the first 2 (element 2) wins over the ties before
+     * it; no source is lost */
+    assert_true(got[0][2] == 1 + 2);
+    float total = 0;
+    for (int k = 0; k < 12; k++)
+        total += got[0][k];
+    assert_true(total == 1023);
+}
+
 /* 2-D max-pool gradient on the stem's window: each window's maximum gets
  * its source value; padding is never selected. */
 static void select_and_scatter_pads_and_strides(void **state)
 {
     (void)state;
-    hs_module *m = parse(
-        "HloModule m\n" COMPUTATIONS "ENTRY e {\n"
-        "  x = f32[4,4] parameter(0)\n  s = f32[2,2] parameter(1)\n"
-        "  zero = f32[] constant(0)\n"
-        "  ROOT r = f32[4,4] select-and-scatter(x, s, zero), "
-        "window={size=3x3 stride=2x2 pad=1_1x1_1}, select=%ge, "
-        "scatter=%add\n}\n");
-    int n;
-    hs_tensor **out = run(
-        m, (const float *[]){x4x4, (const float[]){1, 2, 3, 4}}, 2, &n);
     float want[16] = {0};
     want[5] = 1, want[7] = 2, want[13] = 3, want[15] = 4;
-    assert_floats(out[0], want, 16);
-    hs_tensors_free(out, n);
-    hs_module_free(m);
+    assert_runs_to("  x = f32[4,4] parameter(0)\n  s = f32[2,2] parameter(1)\n"
+                   "  zero = f32[] constant(0)\n"
+                   "  ROOT r = f32[4,4] select-and-scatter(x, s, zero), "
+                   "window={size=3x3 stride=2x2 pad=1_1x1_1}, select=%ge, "
+                   "scatter=%add\n",
+                   (const float *[]){x4x4, (const float[]){1, 2, 3, 4}}, 2,
+                   want, 16);
 }
 
 static void shape_rules_refuse_naming_the_instruction(void **state)
@@ -526,6 +555,7 @@ int main(void)
         cmocka_unit_test(any_reducer_is_interpreted),
         cmocka_unit_test(variadic_reduce_window_gives_argmax),
         cmocka_unit_test(select_and_scatter_ties_go_to_the_first),
+        cmocka_unit_test(select_and_scatter_fast_path_matches_interpreted),
         cmocka_unit_test(select_and_scatter_pads_and_strides),
         cmocka_unit_test(shape_rules_refuse_naming_the_instruction),
         cmocka_unit_test(batch_norm_training_and_inference_by_hand),

@@ -65,6 +65,13 @@ void hs__ad_s32_consts(hs_builder *b, const int64_t *start, int n,
 hs_instruction *hs__ad_raw(hs_builder *b, hs_opcode op, const hs_shape *shape,
                            hs_instruction *const *ops, int n,
                            const int64_t *dims, int n_dims);
+/* Appends op(ops) with text attributes (window=, padding=, epsilon=, ...)
+ * and called computations (moved before the builder's computation); the
+ * shape is inferred. Sets op_name to the builder's scope. */
+hs_instruction *hs__ad_emit(hs_builder *b, hs_opcode op,
+                            hs_instruction *const *ops, int n,
+                            hs_computation *const *called, int n_called,
+                            const hs_attr *attrs, int n_attrs);
 /* Transposes x by perm unless perm is the identity. */
 hs_instruction *hs__ad_transpose(hs_builder *b, hs_instruction *x,
                                  const int64_t *perm);
@@ -103,13 +110,6 @@ void hs__vjp_reduce(hs_vjp *v, hs_instruction *y);
 int hs__vjp_reducer_op(const hs_instruction *y);
 
 /* vjp_window.c, vjp_batch_norm.c */
-/* Appends op(ops) with text attributes (window=, padding=, epsilon=, ...)
- * and called computations (moved before the builder's computation); the
- * shape is inferred. Sets op_name to the builder's scope. */
-hs_instruction *hs__ad_emit(hs_builder *b, hs_opcode op,
-                            hs_instruction *const *ops, int n,
-                            hs_computation *const *called, int n_called,
-                            const hs_attr *attrs, int n_attrs);
 void hs__vjp_reduce_window(hs_vjp *v, hs_instruction *y);
 void hs__vjp_batch_norm_training(hs_vjp *v, hs_instruction *y);
 void hs__vjp_batch_norm_inference(hs_vjp *v, hs_instruction *y);

@@ -13,63 +13,12 @@
  *
  * Any other reducer, a variadic reduce-window, an active init value and
  * max/min pooling over a dilated window are errors naming the instruction.
- * Also the emit helper these and the batch-norm rules share: an
- * instruction with text attributes and called computations. */
+ */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "autodiff/autodiff_internal.h"
-#include "hloscope/hs_infer.h"
-
-hs_instruction *hs__ad_emit(hs_builder *b, hs_opcode op,
-                            hs_instruction *const *ops, int n,
-                            hs_computation *const *called, int n_called,
-                            const hs_attr *attrs, int n_attrs)
-{
-    if (!hs_builder_ok(b))
-        return NULL;
-    for (int k = 0; k < n; k++)
-        if (!ops[k])
-            return NULL;
-    hs_instruction proto;
-    memset(&proto, 0, sizeof proto);
-    proto.opcode = op;
-    proto.name = hs_opcode_name(op);
-    proto.operands = (hs_instruction **)ops;
-    proto.n_operands = n;
-    proto.called = (hs_computation **)called;
-    proto.n_called = n_called;
-    proto.extra = (hs_attr *)attrs;
-    proto.n_extra = n_attrs;
-    hs_shape shape;
-    hs_error e;
-    hs_module *m = hs_builder_module(b);
-    hs_status st = hs_infer_shape(&proto, m->arena, &shape, &e);
-    if (st != HS_OK) {
-        hs_builder_fail(b, st, "autodiff: %s", e.message);
-        return NULL;
-    }
-    hs_computation *c = hs_builder_computation(b);
-    for (int k = 0; k < n_called; k++)
-        if (hs_module_move_computation_before(m, called[k], c) != HS_OK) {
-            hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
-            return NULL;
-        }
-    hs_instruction *i = hs_computation_add(c, op, &shape, ops, n, NULL);
-    if (i) {
-        for (int k = 0; k < n_attrs; k++)
-            hs_instruction_add_extra(i, attrs[k].key, attrs[k].value);
-        hs_instruction_set_called(i, called, n_called);
-    }
-    if (!i || i->n_extra != n_attrs || i->n_called != n_called) {
-        hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
-        return NULL;
-    }
-    const char *scope = hs_builder_scope(b);
-    i->op_name = scope[0] ? scope : NULL;
-    return i;
-}
 
 /* Whether c is (p0: t[], p1: t[]) -> op(p0, p1) (compare: direction d). */
 static bool is_scalar_comp(const hs_computation *c, hs_opcode op,

@@ -117,20 +117,32 @@ static dev_val *tuple3(dev_ctx *x, const hs_instruction *in)
     return t;
 }
 
+/* What training and grad start with: the view, their result tuple and
+ * room for two per-feature double vectors (freed by the caller). */
+static hs_status begin_tuple(dev_ctx *x, const dev_step *s, dev_val **f,
+                             bn_view *v, dev_val **t, double **scratch)
+{
+    hs_status st = view_of(x, s->in, f, s, v);
+    if (st)
+        return st;
+    *scratch = malloc((size_t)(v->c ? 2 * v->c : 1) * sizeof **scratch);
+    *t = *scratch ? tuple3(x, s->in) : NULL;
+    if (*t)
+        return HS_OK;
+    st = *scratch ? x->err->status : dev_oom(x);
+    free(*scratch);
+    return st;
+}
+
 hs_status dev_k_batch_norm_training(dev_ctx *x, const dev_step *s,
                                     dev_val **f, dev_val **out)
 {
     bn_view v;
-    hs_status st = view_of(x, s->in, f, s, &v);
+    dev_val *t;
+    double *sum; /* sum[0..C) then the double mean mu[0..C) */
+    hs_status st = begin_tuple(x, s, f, &v, &t, &sum);
     if (st)
         return st;
-    /* sum[0..C) then the double mean mu[0..C) */
-    double *sum = malloc((size_t)(v.c ? 2 * v.c : 1) * sizeof *sum);
-    dev_val *t = sum ? tuple3(x, s->in) : NULL;
-    if (!t) {
-        free(sum);
-        return sum ? x->err->status : dev_oom(x);
-    }
     double *mu = sum + v.c;
     const float *xd = data_of(s, f, 0);
     float *mean = t->elems[1]->block->data, *var = t->elems[2]->block->data;
@@ -175,15 +187,11 @@ hs_status dev_k_batch_norm_grad(dev_ctx *x, const dev_step *s, dev_val **f,
                                 dev_val **out)
 {
     bn_view v;
-    hs_status st = view_of(x, s->in, f, s, &v);
+    dev_val *t;
+    double *sum_gy; /* sum_gy[0..C) then sum_gyx[0..C) */
+    hs_status st = begin_tuple(x, s, f, &v, &t, &sum_gy);
     if (st)
         return st;
-    double *sum_gy = malloc((size_t)(v.c ? 2 * v.c : 1) * sizeof *sum_gy);
-    dev_val *t = sum_gy ? tuple3(x, s->in) : NULL;
-    if (!t) {
-        free(sum_gy);
-        return sum_gy ? x->err->status : dev_oom(x);
-    }
     double *sum_gyx = sum_gy + v.c;
     const float *xd = data_of(s, f, 0), *scale = data_of(s, f, 1),
                 *mean = data_of(s, f, 2), *var = data_of(s, f, 3),

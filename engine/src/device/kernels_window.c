@@ -18,6 +18,7 @@
  * reduce-window.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,8 @@ typedef struct win_geom {
     int64_t out_dims[HS_MAX_RANK];
     int64_t *start[HS_MAX_RANK], *off[HS_MAX_RANK];
     int64_t max_window; /* elements of the largest window */
+    int64_t *buf;       /* room for one window's offsets */
+    int64_t *steps;     /* and another */
     void *mem;
 } win_geom;
 
@@ -68,16 +71,19 @@ static hs_status geom_build(dev_ctx *x, const hs_instruction *in,
     int64_t strides[HS_MAX_RANK];
     dev_row_major_strides(of->dims, of->rank, strides);
     size_t words = 0;
+    g->max_window = 1;
     for (int d = 0; d < of->rank; d++) {
         g->out_dims[d] = hs_window_output_extent(&w.dim[d], of->dims[d]);
         words += (size_t)(g->out_dims[d] + 1) +
                  (size_t)(g->out_dims[d] * w.dim[d].size);
+        g->max_window = hs_sat_mul(g->max_window, w.dim[d].size);
     }
-    g->mem = malloc((words ? words : 1) * sizeof(int64_t));
+    g->mem = malloc((words + 2 * (size_t)g->max_window) * sizeof(int64_t));
     if (!g->mem)
         return dev_oom(x);
     int64_t *p = g->mem;
-    g->max_window = 1;
+    g->buf = p + words;
+    g->steps = g->buf + g->max_window;
     for (int d = 0; d < of->rank; d++) {
         const hs_window_dim *wd = &w.dim[d];
         g->start[d] = p;
@@ -99,7 +105,6 @@ static hs_status geom_build(dev_ctx *x, const hs_instruction *in,
         }
         g->start[d][g->out_dims[d]] = n;
         p += g->out_dims[d] * wd->size;
-        g->max_window = hs_sat_mul(g->max_window, wd->size);
     }
     return HS_OK;
 }
@@ -342,14 +347,10 @@ hs_status dev_k_reduce_window(dev_ctx *x, const dev_step *s, dev_val **f,
     hs_status st = geom_build(x, in, a0->shape, &g);
     if (st)
         return st;
-    int64_t *buf = malloc((size_t)(g.max_window > 0 ? g.max_window : 1) *
-                          sizeof *buf);
     dev_val *res = n == 1 ? dev_array_new(x, &in->shape)
                           : dev_tuple_new(x, &in->shape, n);
     dev_val *outs[HS_MAX_RANK * 4];
-    if (!buf)
-        st = dev_oom(x);
-    else if (!res)
+    if (!res)
         st = x->err->status;
     for (int k = 0; !st && n > 1 && k < n; k++)
         if (!(res->elems[k] = dev_array_new(x, &in->shape.elems[k])))
@@ -363,11 +364,10 @@ hs_status dev_k_reduce_window(dev_ctx *x, const dev_step *s, dev_val **f,
              fast == HS_OP_MINIMUM))
             reduce_window_f32((hs_opcode)fast, &g, a0->block->data,
                               *(const float *)dev_op(s, f, 1)->block->data,
-                              res->block->data, buf);
+                              res->block->data, g.buf);
         else
-            st = reduce_window_interpreted(x, s, f, &g, outs, buf);
+            st = reduce_window_interpreted(x, s, f, &g, outs, g.buf);
     }
-    free(buf);
     geom_free(&g);
     if (st) {
         if (res)
@@ -401,8 +401,39 @@ static hs_direction select_direction(const hs_computation *c)
 #define KEEP_LE(a, b) ((a) <= (b))
 #define KEEP_LT(a, b) ((a) < (b))
 
-/* Selection without a branch per element: the chosen offset and value
- * are conditional moves. */
+typedef float sas_v4f __attribute__((vector_size(16)));
+typedef int32_t sas_v4i __attribute__((vector_size(16)));
+
+/* Whether outputs c .. c + 3 of a row see the same window shifted: as
+ * many columns each, lane l's offsets lane 0's plus d[l] (the interior of
+ * a plane). They then select side by side in four vector lanes. */
+static bool four_shifted(const win_geom *g, int wd, int64_t c, int64_t cols,
+                         int64_t *d)
+{
+    if (c + 4 > cols || g->max_window > INT32_MAX)
+        return false;
+    const int64_t *st = g->start[wd] + c;
+    int64_t nc = st[1] - st[0];
+    if (nc <= 0)
+        return false;
+    const int64_t *c0 = g->off[wd] + st[0];
+    for (int l = 1; l < 4; l++) {
+        if (st[l + 1] - st[l] != nc)
+            return false;
+        const int64_t *cl = g->off[wd] + st[l];
+        d[l] = cl[0] - c0[0];
+        for (int64_t j = 1; j < nc; j++)
+            if (cl[j] - c0[j] != d[l])
+                return false;
+    }
+    return true;
+}
+
+/* Selection without a branch per element: the choice is a conditional
+ * move. In a plane's interior four neighbouring outputs run in vector
+ * lanes, each lane the same sequential walk of its window (ties and NaNs
+ * resolve as in one walk) keeping the value and step of its choice; the
+ * four scatters follow in source order. */
 #define SAS_PLANE(KEEP)                                                    \
     for (int64_t q = 0; q < w.n_outer; q++) {                              \
         int64_t no = outer_offsets(g, &w);                                 \
@@ -414,6 +445,33 @@ static hs_direction select_direction(const hs_computation *c)
                 int64_t nc = g->start[wd][c + 1] - g->start[wd][c];        \
                 if (no == 0 || nr == 0 || nc == 0)                         \
                     continue;                                              \
+                int64_t d[4] = {0};                                        \
+                if (four_shifted(g, wd, c, cols, d)) {                     \
+                    int64_t at0 = w.obuf[0] + ro[0] + co[0];               \
+                    sas_v4f bv = {a[at0], a[at0 + d[1]], a[at0 + d[2]],    \
+                                  a[at0 + d[3]]};                          \
+                    sas_v4i bk = {0, 0, 0, 0};                             \
+                    int32_t k = 0;                                         \
+                    for (int64_t o = 0; o < no; o++)                       \
+                        for (int64_t i = 0; i < nr; i++) {                 \
+                            int64_t base = w.obuf[o] + ro[i];              \
+                            for (int64_t j = 0; j < nc; j++, k++) {        \
+                                int64_t at = base + co[j];                 \
+                                g->steps[k] = at;                          \
+                                sas_v4f v = {a[at], a[at + d[1]],          \
+                                             a[at + d[2]], a[at + d[3]]};  \
+                                sas_v4i keep = KEEP(bv, v);                \
+                                sas_v4i kv = {k, k, k, k};                 \
+                                bk = (bk & keep) | (kv & ~keep);           \
+                                bv = (sas_v4f)(((sas_v4i)bv & keep) |      \
+                                               ((sas_v4i)v & ~keep));      \
+                            }                                              \
+                        }                                                  \
+                    for (int l = 0; l < 4; l++)                            \
+                        y[g->steps[bk[l]] + d[l]] += src[l];               \
+                    c += 3, src += 3;                                      \
+                    continue;                                              \
+                }                                                          \
                 /* The first element selects itself (select(e, e) keeps  \
                  * it or takes it, the same element either way). */      \
                 int64_t best = w.obuf[0] + ro[0] + co[0];                  \
@@ -568,12 +626,8 @@ hs_status dev_k_select_and_scatter(dev_ctx *x, const dev_step *s,
         return dev_unsupported(x, in, "a source that does not have the "
                                       "shape of the operand's windows");
     }
-    int64_t *buf = malloc((size_t)(g.max_window > 0 ? g.max_window : 1) *
-                          sizeof *buf);
     dev_val *y = dev_array_new(x, &in->shape);
-    if (!buf)
-        st = dev_oom(x);
-    else if (!y)
+    if (!y)
         st = x->err->status;
     if (!st) {
         int ey = dev_esize(in->shape.dtype);
@@ -590,12 +644,11 @@ hs_status dev_k_select_and_scatter(dev_ctx *x, const dev_step *s,
             d != HS_DIR_NONE && d != HS_DIR_EQ && d != HS_DIR_NE &&
             is_add(scac))
             select_and_scatter_f32(d, &g, av->block->data, sv->block->data,
-                                   (float *)yd, buf);
+                                   (float *)yd, g.buf);
         else
             st = select_and_scatter_interpreted(x, in, sel, sca, &g, av, sv,
-                                                y, buf);
+                                                y, g.buf);
     }
-    free(buf);
     geom_free(&g);
     if (st) {
         if (y)
