@@ -220,6 +220,41 @@ static void select_and_scatter_ties_go_to_the_first(void **state)
     }
 }
 
+/* select= and scatter= are the first and second called computation
+ * whatever order the text gives them in; the printer writes XLA's order,
+ * and a missing one is a parse error that says which. */
+static void select_and_scatter_computations_by_key(void **state)
+{
+    (void)state;
+    hs_module *m = parse("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+                         "  x = f32[4] parameter(0)\n"
+                         "  s = f32[3] parameter(1)\n"
+                         "  z = f32[] constant(0)\n"
+                         "  ROOT r = f32[4] select-and-scatter(x, s, z), "
+                         "window={size=2}, scatter=%add, select=%ge\n}\n");
+    hs_computation *sel, *sca;
+    assert_true(hs_select_and_scatter_computations(m->entry->root, &sel,
+                                                   &sca));
+    assert_string_equal(sel->name, "ge");
+    assert_string_equal(sca->name, "add");
+    hs_error err;
+    assert_int_equal(hs_module_verify(m, &err), HS_OK);
+    char *printed = print(m);
+    assert_contains(printed, "window={size=2}, select=%ge, scatter=%add");
+    free(printed);
+    hs_module_free(m);
+    const char *text = "HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+                       "  x = f32[4] parameter(0)\n"
+                       "  s = f32[3] parameter(1)\n"
+                       "  z = f32[] constant(0)\n"
+                       "  ROOT r = f32[4] select-and-scatter(x, s, z), "
+                       "window={size=2}, scatter=%add\n}\n";
+    hs_error_clear(&err);
+    assert_null(hs_hlo_parse(text, strlen(text), &err));
+    assert_non_null(strstr(err.message, "select-and-scatter needs both "
+                                        "select= and scatter="));
+}
+
 /* Twelve elements with ties and NaNs under windows of three: the fast
  * path (four outputs side by side, then one by one) and the interpreted
  * select walk each window the same way, so they give the same bits. */
@@ -555,6 +590,7 @@ int main(void)
         cmocka_unit_test(any_reducer_is_interpreted),
         cmocka_unit_test(variadic_reduce_window_gives_argmax),
         cmocka_unit_test(select_and_scatter_ties_go_to_the_first),
+        cmocka_unit_test(select_and_scatter_computations_by_key),
         cmocka_unit_test(select_and_scatter_fast_path_matches_interpreted),
         cmocka_unit_test(select_and_scatter_pads_and_strides),
         cmocka_unit_test(shape_rules_refuse_naming_the_instruction),

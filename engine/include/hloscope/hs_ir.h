@@ -554,10 +554,10 @@ bool hs_window_print(const hs_window *w, char *buf, size_t size);
 hs_status hs_instruction_conv(const hs_instruction *i, hs_conv *out,
                               hs_error *err);
 
-/* The select= and scatter= computations of select-and-scatter i. They are
- * kept as text attributes (printed back as written) and resolved into
- * i->called; this matches each name with its computation. False when
- * either is missing. */
+/* The select= and scatter= computations of select-and-scatter i:
+ * i->called[0] and [1] (the parser puts them there whatever order they
+ * are written in; the printer writes them back under their keys). False
+ * when either is missing. */
 bool hs_select_and_scatter_computations(const hs_instruction *i,
                                         hs_computation **select,
                                         hs_computation **scatter);

@@ -98,15 +98,10 @@ static void vjp_extremum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
         scalar_comp(b, add_name, HS_OP_ADD, HS_DIR_NONE, t)};
     if (!called[0] || !called[1])
         return;
-    char sel_ref[80], add_ref[80];
-    snprintf(sel_ref, sizeof sel_ref, "%%%s", called[0]->name);
-    snprintf(add_ref, sizeof add_ref, "%%%s", called[1]->name);
-    hs_attr attrs[3] = {{"window", hs_instruction_attr(y, "window")},
-                        {"select", sel_ref},
-                        {"scatter", add_ref}};
+    hs_attr window = {"window", hs_instruction_attr(y, "window")};
     hs_instruction *ops[3] = {x, gy, hs_b_const_f32(b, 0.0f)};
     hs__vjp_acc(v, x, hs__ad_emit(b, HS_OP_SELECT_AND_SCATTER, ops, 3,
-                                  called, 2, attrs, 3));
+                                  called, 2, &window, 1));
 }
 
 /* Appends "<lo>_<hi>[_<interior>]" for each dimension, 'x'-separated. */

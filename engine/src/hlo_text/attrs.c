@@ -193,6 +193,7 @@ static bool has_call_keys(hs_opcode op)
     case HS_OP_CUSTOM_CALL: case HS_OP_CALL: case HS_OP_REDUCE:
     case HS_OP_REDUCE_WINDOW: case HS_OP_MAP: case HS_OP_SORT:
     case HS_OP_SCATTER: case HS_OP_ALL_REDUCE: case HS_OP_REDUCE_SCATTER:
+    case HS_OP_SELECT_AND_SCATTER:
         return true;
     default:
         return false;
@@ -237,6 +238,12 @@ static call_kind classify_call(hs_opcode op, const char *k, size_t n)
     case HS_OP_CALL:
         if (key_is(k, n, "to_apply") || key_is(k, n, "calls"))
             return CALL_APPEND;
+        break;
+    case HS_OP_SELECT_AND_SCATTER:
+        if (key_is(k, n, "select"))
+            return CALL_SLOT0;
+        if (key_is(k, n, "scatter"))
+            return CALL_SLOT1;
         break;
     default:
         if (has_call_keys(op) && key_is(k, n, "to_apply"))

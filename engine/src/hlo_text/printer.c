@@ -211,6 +211,14 @@ static void put_called(hs_buf *b, const hs_instruction *i)
         put_key(b, "called_computations");
         put_called_list(b, c, n);
         return;
+    case HS_OP_SELECT_AND_SCATTER:
+        put_key(b, "select");
+        put_name(b, c[0]->name);
+        if (n > 1) {
+            put_key(b, "scatter");
+            put_name(b, c[1]->name);
+        }
+        return;
     case HS_OP_CALL: case HS_OP_REDUCE: case HS_OP_REDUCE_WINDOW:
     case HS_OP_MAP: case HS_OP_SORT: case HS_OP_SCATTER:
     case HS_OP_ALL_REDUCE: case HS_OP_REDUCE_SCATTER:

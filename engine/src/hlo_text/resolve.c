@@ -91,6 +91,9 @@ static bool resolve_called(hs_parser *P)
                                      i->opcode == HS_OP_WHILE
                                          ? "while needs both condition= and "
                                            "body="
+                                     : i->opcode == HS_OP_SELECT_AND_SCATTER
+                                         ? "select-and-scatter needs both "
+                                           "select= and scatter="
                                          : "conditional needs both "
                                            "true_computation= and "
                                            "false_computation=");

@@ -80,26 +80,13 @@ hs_status hs__infer_reduce_window(const hs_instruction *i, hs_arena *a,
     return HS_OK;
 }
 
-/* The computation named by attribute key ("%name" as written). */
-static hs_computation *named_called(const hs_instruction *i, const char *key)
-{
-    const char *text = hs_instruction_attr(i, key);
-    if (!text)
-        return NULL;
-    if (*text == '%')
-        text++;
-    for (int k = 0; k < i->n_called; k++)
-        if (i->called[k] && strcmp(i->called[k]->name, text) == 0)
-            return i->called[k];
-    return NULL;
-}
-
 bool hs_select_and_scatter_computations(const hs_instruction *i,
                                         hs_computation **select,
                                         hs_computation **scatter)
 {
-    *select = named_called(i, "select");
-    *scatter = named_called(i, "scatter");
+    bool two = i->n_called == 2 && i->called;
+    *select = two ? i->called[0] : NULL;
+    *scatter = two ? i->called[1] : NULL;
     return *select && *scatter;
 }
 
