@@ -39,12 +39,16 @@ static hs_status view_of(dev_ctx *x, const hs_instruction *in,
     v->outer = v->inner = 1;
     for (int d = 0; d < xs->rank; d++) {
         if (d < bn.feature_index)
-            v->outer *= xs->dims[d];
+            v->outer = hs_sat_mul(v->outer, xs->dims[d]);
         else if (d > bn.feature_index)
-            v->inner *= xs->dims[d];
+            v->inner = hs_sat_mul(v->inner, xs->dims[d]);
     }
     v->c = xs->dims[bn.feature_index];
-    v->n = v->outer * v->inner;
+    v->n = hs_sat_mul(v->outer, v->inner);
+    /* An empty operand walks nothing (its statistics are 0), however
+     * large its other dimensions. */
+    if (hs_shape_elements(xs) == 0)
+        v->outer = v->inner = 0;
     v->eps = bn.epsilon;
     for (int k = 1; k < s->n_ops; k++) {
         const hs_shape *o = dev_op(s, f, k)->shape;

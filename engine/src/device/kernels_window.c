@@ -36,6 +36,7 @@ typedef struct win_geom {
     int64_t max_window; /* elements of the largest window */
     int64_t *buf;       /* room for one window's offsets */
     int64_t *steps;     /* and another */
+    bool empty;         /* no window positions: nothing to walk */
     void *mem;
 } win_geom;
 
@@ -70,19 +71,30 @@ static hs_status geom_build(dev_ctx *x, const hs_instruction *in,
     g->rank = of->rank;
     int64_t strides[HS_MAX_RANK];
     dev_row_major_strides(of->dims, of->rank, strides);
-    size_t words = 0;
+    int64_t words = 0;
     g->max_window = 1;
     for (int d = 0; d < of->rank; d++) {
         g->out_dims[d] = hs_window_output_extent(&w.dim[d], of->dims[d]);
-        words += (size_t)(g->out_dims[d] + 1) +
-                 (size_t)(g->out_dims[d] * w.dim[d].size);
+        g->empty |= g->out_dims[d] == 0;
+        words = hs_sat_add(words, hs_sat_add(g->out_dims[d] + 1,
+                                             hs_sat_mul(g->out_dims[d],
+                                                        w.dim[d].size)));
         g->max_window = hs_sat_mul(g->max_window, w.dim[d].size);
     }
-    g->mem = malloc((words + 2 * (size_t)g->max_window) * sizeof(int64_t));
+    /* An empty result (a zero-sized or too small operand) walks nothing;
+     * the tables of a non-empty one are a few words per output position
+     * along each dimension and per window element. */
+    if (g->empty)
+        return HS_OK;
+    words = hs_sat_add(words, hs_sat_mul(2, g->max_window));
+    if (words > ((int64_t)1 << 32))
+        return dev_unsupported(x, in, "a window whose index tables need "
+                                      "more than 2^32 entries");
+    g->mem = malloc((size_t)words * sizeof(int64_t));
     if (!g->mem)
         return dev_oom(x);
     int64_t *p = g->mem;
-    g->buf = p + words;
+    g->buf = p + words - 2 * g->max_window;
     g->steps = g->buf + g->max_window;
     for (int d = 0; d < of->rank; d++) {
         const hs_window_dim *wd = &w.dim[d];
@@ -159,7 +171,7 @@ static int64_t count_of(const int64_t *dims, int rank)
 {
     int64_t n = 1;
     for (int d = 0; d < rank; d++)
-        n *= dims[d];
+        n = hs_sat_mul(n, dims[d]);
     return n;
 }
 
@@ -359,7 +371,9 @@ hs_status dev_k_reduce_window(dev_ctx *x, const dev_step *s, dev_val **f,
         for (int k = 0; k < n; k++)
             outs[k] = n == 1 ? res : res->elems[k];
         int fast = n == 1 ? dev_reducer_fast_op(in->called[0]) : -1;
-        if (a0->shape->dtype == HS_F32 &&
+        if (g.empty)
+            ; /* no output elements */
+        else if (a0->shape->dtype == HS_F32 &&
             (fast == HS_OP_ADD || fast == HS_OP_MAXIMUM ||
              fast == HS_OP_MINIMUM))
             reduce_window_f32((hs_opcode)fast, &g, a0->block->data,
@@ -640,7 +654,9 @@ hs_status dev_k_select_and_scatter(dev_ctx *x, const dev_step *s,
             memcpy(yd + done * ey, yd,
                    (size_t)((done < n - done ? done : n - done) * ey));
         hs_direction d = select_direction(selc);
-        if (av->shape->dtype == HS_F32 && in->shape.dtype == HS_F32 &&
+        if (g.empty)
+            ; /* no source elements: the init value everywhere */
+        else if (av->shape->dtype == HS_F32 && in->shape.dtype == HS_F32 &&
             d != HS_DIR_NONE && d != HS_DIR_EQ && d != HS_DIR_NE &&
             is_add(scac))
             select_and_scatter_f32(d, &g, av->block->data, sv->block->data,
