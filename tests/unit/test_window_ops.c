@@ -307,6 +307,40 @@ static void select_and_scatter_pads_and_strides(void **state)
                    want, 16);
 }
 
+/* Zero-sized operands, however large their other dimensions: the
+ * kernels walk nothing (f32[0,2^63-1] once overflowed the index tables). */
+static void empty_operands_walk_nothing(void **state)
+{
+    (void)state;
+    hs_module *m = parse(
+        "HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+        "  x = f32[0,9223372036854775807] parameter(0)\n"
+        "  s = f32[0,4611686018427387903] parameter(1)\n"
+        "  c = f32[0] parameter(2)\n"
+        "  z = f32[] constant(0)\n"
+        "  rw = f32[0,4611686018427387903] reduce-window(x, z), "
+        "window={size=1x2 stride=1x2}, to_apply=max\n"
+        "  sas = f32[0,9223372036854775807] select-and-scatter(x, s, z), "
+        "window={size=1x2 stride=1x2}, select=%ge, scatter=%add\n"
+        "  bn = (f32[0,9223372036854775807], f32[0], f32[0]) "
+        "batch-norm-training(x, c, c), epsilon=0.001, feature_index=0\n"
+        "  y = f32[0,9223372036854775807] get-tuple-element(bn), index=0\n"
+        "  ROOT t = (f32[0,4611686018427387903], f32[0,9223372036854775807], "
+        "f32[0,9223372036854775807]) tuple(rw, sas, y)\n}\n");
+    hs_error err;
+    hs_error_clear(&err);
+    if (hs_module_verify(m, &err) != HS_OK)
+        fail_msg("verify: %s", err.message);
+    static const float none[1];
+    int n;
+    hs_tensor **out = run(m, (const float *[]){none, none, none}, 3, &n);
+    assert_int_equal(n, 3);
+    for (int k = 0; k < 3; k++)
+        assert_int_equal(hs_shape_elements(&out[k]->shape), 0);
+    hs_tensors_free(out, n);
+    hs_module_free(m);
+}
+
 static void shape_rules_refuse_naming_the_instruction(void **state)
 {
     (void)state;
@@ -593,6 +627,7 @@ int main(void)
         cmocka_unit_test(select_and_scatter_computations_by_key),
         cmocka_unit_test(select_and_scatter_fast_path_matches_interpreted),
         cmocka_unit_test(select_and_scatter_pads_and_strides),
+        cmocka_unit_test(empty_operands_walk_nothing),
         cmocka_unit_test(shape_rules_refuse_naming_the_instruction),
         cmocka_unit_test(batch_norm_training_and_inference_by_hand),
         cmocka_unit_test(batch_norm_variance_survives_a_large_mean),

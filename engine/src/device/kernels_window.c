@@ -76,7 +76,7 @@ static hs_status geom_build(dev_ctx *x, const hs_instruction *in,
     for (int d = 0; d < of->rank; d++) {
         g->out_dims[d] = hs_window_output_extent(&w.dim[d], of->dims[d]);
         g->empty |= g->out_dims[d] == 0;
-        words = hs_sat_add(words, hs_sat_add(g->out_dims[d] + 1,
+        words = hs_sat_add(words, hs_sat_add(hs_sat_add(g->out_dims[d], 1),
                                              hs_sat_mul(g->out_dims[d],
                                                         w.dim[d].size)));
         g->max_window = hs_sat_mul(g->max_window, w.dim[d].size);
@@ -106,8 +106,13 @@ static hs_status geom_build(dev_ctx *x, const hs_instruction *in,
             g->start[d][o] = n;
             for (int64_t k = 0; k < wd->size; k++) {
                 /* position in the padded, base-dilated operand */
-                int64_t pos = o * wd->stride + k * wd->rhs_dilate -
-                              wd->pad_lo;
+                /* saturating: hostile strides and paddings stay defined */
+                int64_t lo = wd->pad_lo == INT64_MIN ? INT64_MAX
+                                                     : -wd->pad_lo;
+                int64_t pos = hs_sat_add(
+                    hs_sat_add(hs_sat_mul(o, wd->stride),
+                               hs_sat_mul(k, wd->rhs_dilate)),
+                    lo);
                 if (pos < 0 || pos % wd->lhs_dilate != 0)
                     continue;
                 int64_t e = pos / wd->lhs_dilate;
