@@ -656,7 +656,7 @@ ATTRS = {
 # WRITTEN): their window, dimension numbers and dimensions are kept for
 # analysis and not checked, so a compile answers 200; the emulator has no
 # kernel for them, so a run is refused (4xx).
-WRITTEN_ONLY = ("gather", "scatter", "convolution", "reduce-window", "sort", "all-gather")
+WRITTEN_ONLY = ("gather", "scatter", "convolution", "sort", "all-gather")
 
 
 def attr_is_legal(fam, v, route):
