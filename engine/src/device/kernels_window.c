@@ -199,7 +199,10 @@ static int64_t outer_offsets(const win_geom *g, plane_walk *w)
 {
     win_geom outer = *g;
     outer.rank = g->rank - 2;
-    return outer.rank ? window_offsets(&outer, w->oc, w->obuf) : (w->obuf[0] = 0, 1);
+    if (outer.rank)
+        return window_offsets(&outer, w->oc, w->obuf);
+    w->obuf[0] = 0;
+    return 1;
 }
 
 /* max and min without a branch per element (random data mispredicts
@@ -207,8 +210,10 @@ static int64_t outer_offsets(const win_geom *g, plane_walk *w)
  * NaN-propagating maximum and minimum give. Each row of the window is
  * reduced on its own first, so rows and neighbouring outputs are
  * independent chains the processor overlaps. */
-#define PICK_MAX(acc, v) ((v) > (acc) ? (v) : (acc))
-#define PICK_MIN(acc, v) ((v) < (acc) ? (v) : (acc))
+/* ties (-0 and +0) go to the later element, as binary_f32's maximum
+ * and minimum give them in the interpreted reducer */
+#define PICK_MAX(acc, v) ((acc) > (v) ? (acc) : (v))
+#define PICK_MIN(acc, v) ((acc) < (v) ? (acc) : (v))
 #define PICK_ADD(acc, v) ((acc) + (v))
 
 #define RW_PLANE(PICK, IDENT, TRACK_NAN)                                   \
