@@ -132,6 +132,12 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
         if (in->shape.dtype == HS_PRED)
             return dev_unsupported(x, in, "a dot with a pred result");
         break;
+    case HS_OP_BATCH_NORM_TRAINING: case HS_OP_BATCH_NORM_INFERENCE:
+    case HS_OP_BATCH_NORM_GRAD:
+        if (in->n_operands < 1 || in->operands[0]->shape.dtype != HS_F32)
+            return dev_unsupported(x, in, "a batch norm that is not f32 "
+                                          "(only f32 batch norm runs)");
+        break;
     case HS_OP_REDUCE: {
         int n = in->n_operands / 2;
         if (in->n_operands < 2 || in->n_operands % 2 || in->n_called < 1)
