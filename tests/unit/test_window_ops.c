@@ -341,6 +341,59 @@ static void empty_operands_walk_nothing(void **state)
     hs_module_free(m);
 }
 
+/* The clock charges one reducer application per window element per
+ * output, one select per window element and a scatter per source element,
+ * and batch norm's element-wise work per operand element. */
+static void costs_count_window_elements(void **state)
+{
+    (void)state;
+    struct {
+        const char *entry;
+        double flops;
+    } cases[] = {
+        {"  x = f32[1,1,4,4] parameter(0)\n  ninf = f32[] constant(-inf)\n"
+         "  ROOT p = f32[1,1,2,2] reduce-window(x, ninf), "
+         "window={size=1x1x3x3 stride=1x1x2x2 pad=0_0x0_0x1_1x1_1}, "
+         "to_apply=max\n",
+         4 * 9},
+        {"  x = f32[4,4] parameter(0)\n  s = f32[2,2] parameter(1)\n"
+         "  zero = f32[] constant(0)\n"
+         "  ROOT r = f32[4,4] select-and-scatter(x, s, zero), "
+         "window={size=3x3 stride=2x2 pad=1_1x1_1}, select=%ge, "
+         "scatter=%add\n",
+         4 * (9 + 1)},
+        {"  x = f32[4,4] parameter(0)\n  c = f32[4] parameter(1)\n"
+         "  ROOT t = (f32[4,4], f32[4], f32[4]) batch-norm-training(x, c, "
+         "c), epsilon=0.001, feature_index=1\n",
+         16 * 7},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[4096];
+        snprintf(text, sizeof text, "HloModule m\n%sENTRY e {\n%s}\n",
+                 COMPUTATIONS, cases[k].entry);
+        hs_module *m = parse(text);
+        hs_tensor *args[2];
+        for (int p = 0; p < m->entry->n_params; p++) {
+            args[p] = hs_tensor_new(&m->entry->params[p]->shape);
+            memset(args[p]->data, 0, (size_t)hs_shape_bytes(&args[p]->shape));
+        }
+        hs_tensor **out = NULL;
+        int n = 0;
+        hs_run_stats stats;
+        hs_error err;
+        hs_error_clear(&err);
+        if (hs_device_run(m, NULL, args, m->entry->n_params, &out, &n,
+                          &stats, &err) != HS_OK)
+            fail_msg("run: %s", err.message);
+        assert_true(stats.flops == cases[k].flops);
+        assert_true(stats.bytes_accessed > 0);
+        hs_tensors_free(out, n);
+        for (int p = 0; p < m->entry->n_params; p++)
+            hs_tensor_free(args[p]);
+        hs_module_free(m);
+    }
+}
+
 static void shape_rules_refuse_naming_the_instruction(void **state)
 {
     (void)state;
@@ -628,6 +681,7 @@ int main(void)
         cmocka_unit_test(select_and_scatter_fast_path_matches_interpreted),
         cmocka_unit_test(select_and_scatter_pads_and_strides),
         cmocka_unit_test(empty_operands_walk_nothing),
+        cmocka_unit_test(costs_count_window_elements),
         cmocka_unit_test(shape_rules_refuse_naming_the_instruction),
         cmocka_unit_test(batch_norm_training_and_inference_by_hand),
         cmocka_unit_test(batch_norm_variance_survives_a_large_mean),
