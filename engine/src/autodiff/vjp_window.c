@@ -104,17 +104,13 @@ static void vjp_extremum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
                                   called, 2, &window, 1));
 }
 
-/* Appends "<lo>_<hi>[_<interior>]" for each dimension, 'x'-separated. */
+/* Appends "<lo>_<hi>_<interior>" for dimension d ('x'-separated). */
 static void put_pair(char *buf, size_t size, int d, int64_t lo, int64_t hi,
                      const int64_t *interior)
 {
     size_t len = strlen(buf);
-    if (interior)
-        snprintf(buf + len, size - len, "%s%" PRId64 "_%" PRId64 "_%" PRId64,
-                 d ? "x" : "", lo, hi, *interior);
-    else
-        snprintf(buf + len, size - len, "%s%" PRId64 "_%" PRId64,
-                 d ? "x" : "", lo, hi);
+    snprintf(buf + len, size - len, "%s%" PRId64 "_%" PRId64 "_%" PRId64,
+             d ? "x" : "", lo, hi, *interior);
 }
 
 static int64_t dilated(int64_t n, int64_t d) { return n ? 1 + d * (n - 1) : 0; }
@@ -136,10 +132,9 @@ static void vjp_sum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
     }
     if (!hs__vjp_active(v, x))
         return;
-    char padding[HS_MAX_RANK * 64] = "", window[HS_MAX_RANK * 96];
-    char size[HS_MAX_RANK * 24] = "", stride[HS_MAX_RANK * 24] = "",
-         rhs[HS_MAX_RANK * 24] = "";
-    bool any_rhs = false;
+    char padding[HS_MAX_RANK * 64] = "", window[HS_MAX_RANK * 160];
+    /* the same window at the base dilation's stride, no padding */
+    hs_window tw = *w;
     for (int d = 0; d < w->rank; d++) {
         const hs_window_dim *wd = &w->dim[d];
         int64_t in_dil = dilated(x->shape.dims[d], wd->lhs_dilate);
@@ -149,17 +144,15 @@ static void vjp_sum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
         int64_t hi = in_dil + win_dil - 1 - out_dil - lo;
         int64_t interior = wd->stride - 1;
         put_pair(padding, sizeof padding, d, lo, hi, &interior);
-        size_t n = strlen(size), ns = strlen(stride), nr = strlen(rhs);
-        snprintf(size + n, sizeof size - n, "%s%" PRId64, d ? "x" : "",
-                 wd->size);
-        snprintf(stride + ns, sizeof stride - ns, "%s%" PRId64,
-                 d ? "x" : "", wd->lhs_dilate);
-        snprintf(rhs + nr, sizeof rhs - nr, "%s%" PRId64, d ? "x" : "",
-                 wd->rhs_dilate);
-        any_rhs |= wd->rhs_dilate != 1;
+        tw.dim[d].stride = wd->lhs_dilate;
+        tw.dim[d].pad_lo = tw.dim[d].pad_hi = 0;
+        tw.dim[d].lhs_dilate = 1;
     }
-    snprintf(window, sizeof window, "{size=%s stride=%s%s%s}", size, stride,
-             any_rhs ? " rhs_dilate=" : "", any_rhs ? rhs : "");
+    if (!hs_window_print(&tw, window, sizeof window)) {
+        hs__vjp_fail(v, y, HS_ERR_LIMIT, "autodiff: the window of %s does "
+                     "not fit its text", y->name);
+        return;
+    }
     hs_instruction *zero = hs_b_const_f32(b, 0.0f);
     hs_attr pad_attr = {"padding", padding};
     hs_instruction *pad_ops[2] = {gy, zero};
