@@ -14,10 +14,12 @@ BUILD=(build-essential cmake pkg-config ca-certificates
        libjansson-dev libmicrohttpd-dev libopenblas-dev libxxhash-dev
        libcmocka-dev libgraphviz-dev libsqlite3-dev)
 # Tests and benchmarks: graphviz's tools, Debian's python3 (/usr/bin/python3,
-# which the tests call by that path) with numpy and torch for the reference
+# which the tests call by that path) with numpy, torch and torchvision (real
+# models built with random weights, nothing downloaded) for the reference
 # checks, curl and wrk, chromium for the browser tests (web.e2e); pip, venv
 # and setuptools for `pip install ./python` (the hloscope package, tests/python).
-TEST=(graphviz python3 python3-numpy python3-torch python3-pip python3-venv
+TEST=(graphviz python3 python3-numpy python3-torch python3-torchvision
+      python3-pip python3-venv
       python3-setuptools curl wrk chromium)
 case "$set_name" in
   build) PKGS=("${BUILD[@]}") ;;

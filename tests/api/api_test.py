@@ -389,10 +389,16 @@ def steps_goodput_and_settings(s):
     # Scanned: 27 ops to trace instead of 641. The verdict is a median over
     # the steps; goodput counts every step, so one preemption of this
     # (shared) host can pull it down: measure again with another N then.
+    # Under AddressSanitizer the measured host time is the sanitizer's (the
+    # device's is simulated), so there the verdict is not asserted: only
+    # the goodput gain below.
     for n in (10, 12, 14):
         b, _ = s.json("GET", "/v1/results/%s/steps.json?frontend=lazy-tensor&steps=%d" % (sc["id"], n))
-        check(b["loop"] == "scan" and b["summary"]["verdict"] == "device-bound"
-              and b["compile_cache"] == {"uncached": 1, "cached": n - 1},
+        check(b["loop"] == "scan" and b["compile_cache"] == {"uncached": 1, "cached": n - 1},
+              "scan steps hit the compile cache", summary_of(b))
+        if sanitized_binary():
+            break
+        check(b["summary"]["verdict"] == "device-bound",
               "scan + lazy-tensor is device-bound", summary_of(b))
         if b["summary"]["goodput"] > 0.9:
             break
