@@ -155,6 +155,18 @@ dev_val *dev_result(dev_ctx *x, const dev_step *s, dev_val **f);
 hs_status dev_oom(dev_ctx *x);
 hs_status dev_unsupported(dev_ctx *x, const hs_instruction *in,
                           const char *what);
+/* The next multi-index over dims[0..n) in row-major order (last dimension
+ * fastest); wraps to all zeros after the last. The odometer of the window
+ * and convolution kernels. */
+static inline void dev_index_next(int64_t *idx, const int64_t *dims, int n)
+{
+    for (int d = n - 1; d >= 0; d--) {
+        if (++idx[d] < dims[d])
+            return;
+        idx[d] = 0;
+    }
+}
+
 static inline dev_val *dev_op(const dev_step *s, dev_val **f, int k)
 {
     return f[s->ops[k]];

@@ -117,16 +117,6 @@ static int64_t tap_offset(const conv_geom *g, const int64_t *om,
     return off;
 }
 
-/* Multi-index odometer over dims[0..n), last fastest. */
-static void step(int64_t *idx, const int64_t *dims, int n)
-{
-    for (int d = n - 1; d >= 0; d--) {
-        if (++idx[d] < dims[d])
-            return;
-        idx[d] = 0;
-    }
-}
-
 static void unravel(int64_t flat, const int64_t *dims, int n, int64_t *idx)
 {
     for (int d = n - 1; d >= 0; d--) {
@@ -157,7 +147,7 @@ static void patches_rows(const conv_geom *g, const float *x, int64_t t,
         const float *base = x + group_base(g, t, n);
         float *row = pm + (r - r0) * KK;
         memset(km, 0, sizeof km);
-        for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, g->ns)) {
+        for (int64_t k = 0; k < g->Ksp; k++, dev_index_next(km, g->k_sp, g->ns)) {
             float *dst = row + k * g->Cg;
             int64_t off = tap_offset(g, om, km);
             if (off < 0) {
@@ -170,7 +160,7 @@ static void patches_rows(const conv_geom *g, const float *x, int64_t t,
                     dst[c] = src[c * g->x_f];
             }
         }
-        step(om, g->out_sp, g->ns);
+        dev_index_next(om, g->out_sp, g->ns);
         if (r + 1 < r1 && (r + 1) % g->P == 0)
             n++;
     }
@@ -231,14 +221,14 @@ static void patches_planes(const conv_geom *g, const float *x, int64_t t,
     int64_t xs = g->x_s[last];
     const float *base = x + group_base(g, t, n);
     int64_t km[HS_MAX_RANK] = {0};
-    for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, ns)) {
+    for (int64_t k = 0; k < g->Ksp; k++, dev_index_next(km, g->k_sp, ns)) {
         const int64_t *tl = g->tab[last] + km[last] * OW;
         /* The row's valid run, contiguous in the input or not. */
         table_run tr = run_of(tl, OW, 1);
         int64_t lo = tr.lo, hi = tr.hi;
         bool run = tr.even && tr.step == 1 && xs == 1;
         int64_t om[HS_MAX_RANK] = {0};
-        for (int64_t r = 0; r < rows; r++, step(om, g->out_sp, last)) {
+        for (int64_t r = 0; r < rows; r++, dev_index_next(om, g->out_sp, last)) {
             int64_t oo;
             bool ok = outer_offset(g, om, km, last, &oo);
             for (int64_t c = 0; c < g->Cg; c++) {
@@ -273,14 +263,14 @@ static void patches_taps(const conv_geom *g, const float *x, int64_t t,
     int64_t KK = g->Ksp * g->Cg, krows = K ? g->Ksp / K : 0;
     const float *base = x + group_base(g, t, n);
     int64_t om[HS_MAX_RANK] = {0};
-    for (int64_t p = 0; p < g->P; p++, step(om, g->out_sp, ns)) {
+    for (int64_t p = 0; p < g->P; p++, dev_index_next(om, g->out_sp, ns)) {
         const int64_t *tl = g->tab[last] + om[last];
 #define TAP(k) tl[(k) * OW]
         table_run tr = run_of(tl, K, OW);
         int64_t lo = tr.lo, hi = tr.hi;
         bool run = tr.even && tr.step == 1 && xs == 1;
         int64_t kmo[HS_MAX_RANK] = {0};
-        for (int64_t kr = 0; kr < krows; kr++, step(kmo, g->k_sp, last)) {
+        for (int64_t kr = 0; kr < krows; kr++, dev_index_next(kmo, g->k_sp, last)) {
             int64_t oo;
             bool ok = outer_offset(g, om, kmo, last, &oo);
             for (int64_t c = 0; c < g->Cg; c++) {
@@ -336,7 +326,7 @@ static void conv_dots(const conv_geom *g, const float *x, const float *w,
         for (int64_t n = 0; n < g->Nout; n++) {
             const float *base = x + group_base(g, t, n);
             int64_t om[HS_MAX_RANK] = {0};
-            for (int64_t p = 0; p < g->P; p++, step(om, g->out_sp, ns)) {
+            for (int64_t p = 0; p < g->P; p++, dev_index_next(om, g->out_sp, ns)) {
                 const int64_t *tl = g->tab[last] + om[last];
                 int64_t off_y = n * g->y_b;
                 for (int d = 0; d < ns; d++)
@@ -346,7 +336,7 @@ static void conv_dots(const conv_geom *g, const float *x, const float *w,
                     double acc = 0;
                     int64_t kmo[HS_MAX_RANK] = {0};
                     for (int64_t kr = 0; kr < krows;
-                         kr++, step(kmo, g->k_sp, last)) {
+                         kr++, dev_index_next(kmo, g->k_sp, last)) {
                         int64_t oo;
                         if (!outer_offset(g, om, kmo, last, &oo))
                             continue;
@@ -387,9 +377,9 @@ static void patches_cols(const conv_geom *g, const float *x, int64_t t,
     int64_t pc = p1 - p0;
     const float *base = x + group_base(g, t, n);
     int64_t km[HS_MAX_RANK] = {0}, om[HS_MAX_RANK];
-    for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, g->ns)) {
+    for (int64_t k = 0; k < g->Ksp; k++, dev_index_next(km, g->k_sp, g->ns)) {
         unravel(p0, g->out_sp, g->ns, om);
-        for (int64_t p = 0; p < pc; p++, step(om, g->out_sp, g->ns))
+        for (int64_t p = 0; p < pc; p++, dev_index_next(om, g->out_sp, g->ns))
             off[p] = tap_offset(g, om, km);
         for (int64_t c = 0; c < g->Cg; c++) {
             float *dst = pm + (c * g->Ksp + k) * ld;
@@ -604,7 +594,7 @@ static void depthwise_rows(const conv_geom *g, const float *x,
         float *acc = y + n * g->y_b + (r % g->P) * O;
         memset(acc, 0, (size_t)O * sizeof *acc);
         memset(km, 0, sizeof km);
-        for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, g->ns)) {
+        for (int64_t k = 0; k < g->Ksp; k++, dev_index_next(km, g->k_sp, g->ns)) {
             int64_t off = tap_offset(g, om, km);
             if (off < 0)
                 continue;
@@ -615,7 +605,7 @@ static void depthwise_rows(const conv_geom *g, const float *x,
                 for (int64_t o = 0; o < O; o++)
                     acc[o] += xi[o / m] * wk[o];
         }
-        step(om, g->out_sp, g->ns);
+        dev_index_next(om, g->out_sp, g->ns);
     }
 }
 
@@ -633,7 +623,7 @@ static void depthwise_planes(const conv_geom *g, const float *x,
             float *yp = y + n * g->y_b + o * g->y_f;
             memset(yp, 0, (size_t)g->P * sizeof *yp);
             int64_t km[HS_MAX_RANK] = {0};
-            for (int64_t k = 0; k < g->Ksp; k++, step(km, g->k_sp, ns)) {
+            for (int64_t k = 0; k < g->Ksp; k++, dev_index_next(km, g->k_sp, ns)) {
                 float wv = w[o * g->Ksp + k];
                 const int64_t *tl = g->tab[last] + km[last] * OW;
                 /* The row's valid run [lo, hi), and its input positions
@@ -643,7 +633,7 @@ static void depthwise_planes(const conv_geom *g, const float *x,
                 int64_t lo = tr.lo, hi = tr.hi, i0 = tr.first, di = tr.step;
                 bool even = tr.even || lo == hi;
                 int64_t om[HS_MAX_RANK] = {0};
-                for (int64_t r = 0; r < rows; r++, step(om, g->out_sp, last)) {
+                for (int64_t r = 0; r < rows; r++, dev_index_next(om, g->out_sp, last)) {
                     /* The outer dimensions' offset, once per row. */
                     int64_t off;
                     if (!outer_offset(g, om, km, last, &off))
@@ -737,7 +727,7 @@ static bool conv_scatter(const conv_geom *g, const hs_window *w,
                 for (int64_t o = 0; o < g->Ot; o++) {
                     int64_t km[HS_MAX_RANK] = {0};
                     for (int64_t k = 0; k < g->Ksp;
-                         k++, step(km, g->k_sp, ns)) {
+                         k++, dev_index_next(km, g->k_sp, ns)) {
                         const float *zr = z + (o * g->Ksp + k) * pc;
                         const int64_t *sl = stab[last] + km[last] * IW;
                         /* The row's valid run [lo, hi); when its outputs
@@ -776,7 +766,7 @@ static bool conv_scatter(const conv_geom *g, const hs_window *w,
                             }
                             i += run;
                             im[last] += run - 1;
-                            step(im, g->in_sp, ns);
+                            dev_index_next(im, g->in_sp, ns);
                         }
                     }
                 }

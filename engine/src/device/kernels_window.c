@@ -163,15 +163,6 @@ static int64_t window_offsets(const win_geom *g, const int64_t *oc,
     }
 }
 
-static void next_coord(int64_t *oc, const int64_t *dims, int rank)
-{
-    for (int d = rank - 1; d >= 0; d--) {
-        if (++oc[d] < dims[d])
-            return;
-        oc[d] = 0;
-    }
-}
-
 static int64_t count_of(const int64_t *dims, int rank)
 {
     int64_t n = 1;
@@ -242,7 +233,7 @@ static int64_t outer_offsets(const win_geom *g, plane_walk *w)
                 *y++ = TRACK_NAN && (nan | (init != init)) ? NAN : acc;    \
             }                                                              \
         }                                                                  \
-        next_coord(w.oc, g->out_dims, g->rank - 2);                        \
+        dev_index_next(w.oc, g->out_dims, g->rank - 2);                        \
     }
 
 static void reduce_window_f32(hs_opcode op, const win_geom *g,
@@ -342,7 +333,7 @@ static hs_status reduce_window_interpreted(dev_ctx *x, const dev_step *s,
             if (acc[k])
                 dev_release(x, acc[k]);
         }
-        next_coord(oc, g->out_dims, g->rank);
+        dev_index_next(oc, g->out_dims, g->rank);
     }
     return st;
 }
@@ -512,7 +503,7 @@ static bool four_shifted(const win_geom *g, int wd, int64_t c, int64_t cols,
                 y[best] += *src;                                           \
             }                                                              \
         }                                                                  \
-        next_coord(w.oc, g->out_dims, g->rank - 2);                        \
+        dev_index_next(w.oc, g->out_dims, g->rank - 2);                        \
     }
 
 static void select_and_scatter_f32(hs_direction d, const win_geom *g,
@@ -575,7 +566,7 @@ static hs_status select_and_scatter_interpreted(
     hs_status st = HS_OK;
     for (int64_t o = 0; o < n_src && !st; o++) {
         int64_t cnt = window_offsets(g, oc, buf);
-        next_coord(oc, g->out_dims, g->rank);
+        dev_index_next(oc, g->out_dims, g->rank);
         if (cnt == 0)
             continue;
         int64_t best = buf[0];
