@@ -160,13 +160,35 @@ static int artefact_key(const srv_request *rq, const char *id, const char *kind,
         snprintf(key + n, size - (size_t)n, "?%s", q);
         return 0;
     }
+    /* The query parameters that shape the artefact, whole. A view's
+     * ?expand= may list many groups: when they do not fit in the key, the
+     * key holds their hash instead, so two views never share an entry. */
     static const char *const shaping[] = {"stage", "expand", "computation",
                                           "around", "hops", "q"};
-    for (int k = 0; k < 6 && n > 0 && (size_t)n < size; k++) {
+    size_t need = 1;
+    for (int k = 0; k < 6; k++) {
         const char *v = srv_query(rq, shaping[k]);
         if (v)
-            n += snprintf(key + n, size - (size_t)n, "&%s=%s", shaping[k], v);
+            need += strlen(shaping[k]) + strlen(v) + 2;
     }
+    char *q = malloc(need);
+    if (!q)
+        return hs_error_set(e, HS_ERR_NOMEM, "out of host memory"), -1;
+    size_t m = 0;
+    q[0] = '\0';
+    for (int k = 0; k < 6; k++) {
+        const char *v = srv_query(rq, shaping[k]);
+        if (v)
+            m += (size_t)snprintf(q + m, need - m, "&%s=%s", shaping[k], v);
+    }
+    if ((size_t)n + m < size) {
+        memcpy(key + n, q, m + 1);
+    } else {
+        char h[API_ID_LEN + 1];
+        api_hash_id(q, m, h);
+        snprintf(key + n, size - (size_t)n, "#%s", h);
+    }
+    free(q);
     return 0;
 }
 

@@ -89,6 +89,27 @@ def decoder_groups_expand_around_and_search(s):
 
 
 @test
+def long_expand_lists_are_distinct_views(s):
+    """Two ?expand= lists longer than the artefact cache's key, differing
+    only at their end, are two views: the second is computed, not answered
+    from the first's cache entry."""
+    r, _ = s.json("POST", "/v1/compile?loop=unrolled", A.example("decoder_50x256"))
+    base = "/v1/results/%s/graph.json?stage=traced&expand=" % r["id"]
+    head = ",".join(["layers.0"] * 60)  # repeats are allowed: one layer open
+    check(len(head) > 512, "the list is longer than the key", len(head))
+    st1, h1, b1 = s.get(base + head + ",layers.48")
+    st2, h2, b2 = s.get(base + head + ",layers.49")
+    check(st1 == 200 and st2 == 200, "both views drawn", st1, st2)
+    check(h2.get("x-cache") == "miss" and b1 != b2,
+          "the second view is its own", h2.get("x-cache"))
+    open1 = [n for n in json.loads(b2)["nodes"] if n.get("group", "").startswith("layers.49/")]
+    check(open1, "layers.49 is open in the second view")
+    st3, h3, b3 = s.get(base + head + ",layers.49")
+    check(h3.get("x-cache") == "hit" and b3 == b2, "the same long view again is a hit",
+          h3.get("x-cache"))
+
+
+@test
 def mixtral_opens_by_structure(s):
     path = os.path.join(A.SRC, "..", "shared", "hlo-real", "hlo_mixtral_8x7b_bf16_1x8.hlo")
     with open(path) as f:
