@@ -59,7 +59,11 @@ bool hs_instruction_copy_attributes(hs_instruction *dst,
     dst->compare_type = dup(a, src->compare_type);
     dst->custom_call_target = dup(a, src->custom_call_target);
     dst->fusion_kind = dup(a, src->fusion_kind);
-    dst->literal = dup_bytes(a, src->literal, literal_bytes);
+    /* A constant of no elements (f32[0]{0} {}) holds a literal of no bytes:
+     * it stays a held literal, not a missing one. */
+    dst->literal = src->literal && literal_bytes == 0
+                       ? hs_arena_alloc(a, 1)
+                       : dup_bytes(a, src->literal, literal_bytes);
     dst->literal_text = dup(a, src->literal_text);
     dst->op_name = dup(a, src->op_name);
     dst->op_type = dup(a, src->op_type);
@@ -81,5 +85,5 @@ bool hs_instruction_copy_attributes(hs_instruction *dst,
         dst->n_extra = src->n_extra;
     }
     return !((src->n_dims && !dst->dims) || (src->dot && !dst->dot) ||
-             (src->slice && !dst->slice) || (literal_bytes && !dst->literal));
+             (src->slice && !dst->slice) || (src->literal && !dst->literal));
 }
