@@ -12,6 +12,7 @@
 #include "api.h"
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
+#include "hloscope/hs_npy.h"
 #include "store.h"
 #include "hloscope/hs_train.h"
 #include "worker.h"
@@ -33,21 +34,19 @@ static void cache_hlo(const api_request *ar, const api_program *p, api_outcome *
     }
 }
 
+/* An output's shape (whole, however long), and at every executed type its
+ * sum and first elements, as the CLI's run prints them. */
 static json_t *output_json(const hs_tensor *t)
 {
-    char shape[256];
-    hs_shape_print(&t->shape, false, shape, sizeof shape);
-    json_t *o = json_pack("{s:s}", "shape", shape);
-    if (t->shape.dtype == HS_F32) {
-        int64_t n = hs_tensor_elements(t);
-        const float *v = hs_tensor_f32(t);
-        double sum = 0;
+    char *shape = hs_shape_string(&t->shape, false);
+    json_t *o = shape ? json_pack("{s:s}", "shape", shape) : NULL;
+    free(shape);
+    hs_tensor_summary sm = hs_tensor_summarize(t);
+    if (o && sm.ok) {
         json_t *first = json_array();
-        for (int64_t i = 0; i < n; i++)
-            sum += v[i];
-        for (int64_t i = 0; i < n && i < 8; i++)
-            json_array_append_new(first, json_real(v[i]));
-        json_object_set_new(o, "sum", json_real(sum));
+        for (int i = 0; i < sm.n_first; i++)
+            json_array_append_new(first, json_real(sm.first[i]));
+        json_object_set_new(o, "sum", json_real(sm.sum));
         json_object_set_new(o, "first", first);
     }
     return o;

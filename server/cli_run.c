@@ -72,31 +72,15 @@ static hs_status dump_all(const char *dir, const hs_program *p,
 static void print_output(int k, const hs_tensor *t)
 {
     /* Whole, however long: hs_shape_print says how much it needs. */
-    char small[256], *shape = small;
-    int n = hs_shape_print(&t->shape, false, small, sizeof small);
-    if (n >= (int)sizeof small && (shape = malloc((size_t)n + 1)))
-        hs_shape_print(&t->shape, false, shape, (size_t)n + 1);
-    printf("output %d:     %s", k, shape ? shape : small);
-    if (shape != small)
-        free(shape);
-    /* Every executed element type, read as doubles a chunk at a time. */
-    int64_t count = hs_tensor_elements(t);
-    double v[1024], sum = 0, first[4];
-    bool ok = true;
-    for (int64_t at = 0; ok && at < count; at += 1024) {
-        int64_t k = count - at < 1024 ? count - at : 1024;
-        ok = hs_tensor_values_f64(t, at, k, v);
-        for (int64_t i = 0; ok && i < k; i++) {
-            sum += v[i];
-            if (at + i < 4)
-                first[at + i] = v[i];
-        }
-    }
-    if (ok && hs_tensor_values_f64(t, 0, 0, v)) {
-        printf("  sum=%.6g  first=[", sum);
-        for (int64_t i = 0; i < count && i < 4; i++)
-            printf("%s%.6g", i ? ", " : "", first[i]);
-        printf("%s]", count > 4 ? ", ..." : "");
+    char *shape = hs_shape_string(&t->shape, false);
+    printf("output %d:     %s", k, shape ? shape : "?");
+    free(shape);
+    hs_tensor_summary sm = hs_tensor_summarize(t);
+    if (sm.ok) {
+        printf("  sum=%.6g  first=[", sm.sum);
+        for (int i = 0; i < sm.n_first && i < 4; i++)
+            printf("%s%.6g", i ? ", " : "", sm.first[i]);
+        printf("%s]", hs_tensor_elements(t) > 4 ? ", ..." : "");
     }
     printf("\n");
 }

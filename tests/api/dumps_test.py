@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -170,6 +171,32 @@ def output_shape_is_never_cut(s):
     m, _ = s.json("GET", "/v1/results/%s/memory.json" % r["id"])
     shapes = [b["shape"] for b in m.get("buffers", []) if b["instruction"] == "t"]
     check(shapes and shapes[0] == "(%s)" % leaves, "buffer shapes are whole", shapes[:1])
+
+
+@test()
+def run_outputs_are_summarized_at_every_type(s):
+    # Outputs at s32, bf16 and u8 carry their sum and first elements, as
+    # the CLI's run prints them (before: only f32 outputs had any).
+    hlo = ("HloModule types\n\nENTRY e {\n"
+           "  i = s32[10]{0} iota(), iota_dimension=0\n"
+           "  b = bf16[10]{0} convert(i)\n"
+           "  h = bf16[10]{0} multiply(b, b)\n"
+           "  u = u8[10]{0} convert(i)\n"
+           "  ROOT t = (s32[10]{0}, bf16[10]{0}, u8[10]{0}) tuple(i, h, u)\n}\n")
+    r, _ = s.json("POST", "/v1/run", hlo)
+    outs = r["outputs"]
+    check([o["shape"] for o in outs] == ["s32[10]", "bf16[10]", "u8[10]"], "three outputs",
+          [o["shape"] for o in outs])
+    check(outs[0]["sum"] == 45 and outs[0]["first"] == list(range(8)), "s32 summary", outs[0])
+    check(outs[1]["sum"] == sum(k * k for k in range(10)) and outs[1]["first"][3] == 9,
+          "bf16 summary (exact squares)", outs[1])
+    check(outs[2]["sum"] == 45, "u8 summary", outs[2])
+    with tempfile.NamedTemporaryFile("w", suffix=".hlo") as f:
+        f.write(hlo)
+        f.flush()
+        out = subprocess.run([base.BIN, "run", f.name], capture_output=True, text=True)
+    check("output 1:     bf16[10]  sum=285  first=[0, 1, 4, 9, ...]" in out.stdout,
+          "the CLI prints the same summary", out.stdout, out.stderr)
 
 
 if __name__ == "__main__":

@@ -213,6 +213,9 @@ bool hs_shape_compatible(const hs_shape *a, const hs_shape *b);
  * Returns the number of characters that the full string needs. */
 int hs_shape_print(const hs_shape *s, bool with_layout, char *buf,
                    size_t size);
+/* The same, whole however long, in a new string (free it); NULL when out
+ * of memory. */
+char *hs_shape_string(const hs_shape *s, bool with_layout);
 /* Sets the default descending layout (minor_to_major = rank-1 .. 0). */
 void hs_shape_default_layout(hs_shape *s);
 

@@ -28,6 +28,19 @@ hs_tensor *hs_npy_read(const char *path, hs_error *err);
  * executed (complex, sub-byte) or the range is outside t. */
 bool hs_tensor_values_f64(const hs_tensor *t, int64_t start, int64_t n,
                           double *out);
+/* What a run prints of an output: the sum of its elements and the first
+ * HS_SUMMARY_FIRST of them, at every executed type (as doubles). ok is
+ * false when t's type is not executed (complex, sub-byte): only its
+ * shape can be shown. The CLI's `run` and the REST run answer both show
+ * this, so they agree. */
+enum { HS_SUMMARY_FIRST = 8 };
+typedef struct hs_tensor_summary {
+    bool ok;
+    double sum;
+    int n_first;
+    double first[HS_SUMMARY_FIRST];
+} hs_tensor_summary;
+hs_tensor_summary hs_tensor_summarize(const hs_tensor *t);
 /* Creates DIR and its parents (mode 0755); ok when it exists. */
 hs_status hs_mkdirs(const char *dir, hs_error *err);
 

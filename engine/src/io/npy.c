@@ -234,3 +234,20 @@ bool hs_tensor_values_f64(const hs_tensor *t, int64_t start, int64_t n,
     elem_convert(dt, HS_F64, src, out, n);
     return true;
 }
+
+hs_tensor_summary hs_tensor_summarize(const hs_tensor *t)
+{
+    hs_tensor_summary s = {.ok = hs_tensor_values_f64(t, 0, 0, s.first)};
+    int64_t count = hs_tensor_elements(t);
+    double v[1024];
+    for (int64_t at = 0; s.ok && at < count; at += 1024) {
+        int64_t k = count - at < 1024 ? count - at : 1024;
+        s.ok = hs_tensor_values_f64(t, at, k, v);
+        for (int64_t i = 0; s.ok && i < k; i++) {
+            s.sum += v[i];
+            if (at + i < HS_SUMMARY_FIRST)
+                s.first[s.n_first++] = v[i];
+        }
+    }
+    return s;
+}

@@ -1,5 +1,6 @@
 /* shape.c - array and tuple shapes: sizes, equality, text. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hloscope/hs_ir.h"
@@ -249,4 +250,13 @@ int hs_shape_print(const hs_shape *s, bool with_layout, char *buf,
         buf[0] = '\0';
     print_shape(s, with_layout, buf, size, &pos);
     return (int)pos;
+}
+
+char *hs_shape_string(const hs_shape *s, bool with_layout)
+{
+    int n = hs_shape_print(s, with_layout, NULL, 0);
+    char *buf = malloc((size_t)n + 1);
+    if (buf)
+        hs_shape_print(s, with_layout, buf, (size_t)n + 1);
+    return buf;
 }
