@@ -8,9 +8,11 @@
  * at once (UNARY_FLOAT: float operand, one result per element, the element
  * function picked by opcode); an OWN opcode has its own entry in each of
  * those tables (SHAPE_E in ir/infer.c, KERNEL_E in device/kernel_table.c,
- * COST_E in device/cost.c, FOLD_E in passes/fold.c). Every opcode has its
- * own VJP rule (VJP_E in autodiff/vjp_table.c). A missing entry does not
- * compile. docs/ARCHITECTURE.md, "Adding an opcode", walks through it.
+ * COST_E in device/cost.c, FOLD_E in passes/fold.c) and its own VJP rule
+ * (VJP_E in autodiff/vjp_table.c); a float unary op (UNARY_FLOAT,
+ * UNARY_ANY) has one line of scalar functions in numerics/element_ops.h
+ * and one derivative in autodiff/vjp_elementwise.c. A missing entry does
+ * not compile. docs/ARCHITECTURE.md, "Adding an opcode", walks through it.
  */
 #ifndef HLOSCOPE_HS_OPCODE_H
 #define HLOSCOPE_HS_OPCODE_H
@@ -164,6 +166,26 @@ typedef enum hs_op_family {
     HS_FAM_BINARY_ANY,
     HS_FAM_BINARY_LOGICAL,
 } hs_op_family;
+
+/* The family of each opcode as a constant expression, HS_FAMILY_OF_E, so
+ * that a per-family table elsewhere can check at compile time that it has
+ * an entry for every member and nothing else (numerics/element_ops.h,
+ * autodiff/vjp_elementwise.c). */
+enum {
+#define HS_X(e, n, a, c, f) HS_FAMILY_OF_##e = HS_FAM_##f,
+    HS_OPCODE_LIST(HS_X)
+#undef HS_X
+};
+/* How many opcodes are float unary ops: families UNARY_FLOAT and UNARY_ANY
+ * (whose float operands take a float function). */
+#define HS_IS_FLOAT_UNARY_FAMILY(fam)                                      \
+    ((int)(fam) == (int)HS_FAM_UNARY_FLOAT ||                             \
+     (int)(fam) == (int)HS_FAM_UNARY_ANY)
+enum {
+#define HS_X(e, n, a, c, f) +HS_IS_FLOAT_UNARY_FAMILY(HS_FAM_##f)
+    HS_N_FLOAT_UNARY = 0 HS_OPCODE_LIST(HS_X)
+#undef HS_X
+};
 
 const char *hs_opcode_name(hs_opcode op);
 hs_op_family hs_opcode_family(hs_opcode op);

@@ -80,7 +80,6 @@ hs_instruction *hs__ad_transpose(hs_builder *b, hs_instruction *x,
 
 /* vjp_elementwise.c */
 void hs__vjp_unary(hs_vjp *v, hs_instruction *y);
-void hs__vjp_zero(hs_vjp *v, hs_instruction *y); /* sign, floor, ceil */
 void hs__vjp_convert(hs_vjp *v, hs_instruction *y);
 void hs__vjp_binary(hs_vjp *v, hs_instruction *y);
 void hs__vjp_select(hs_vjp *v, hs_instruction *y);

@@ -16,52 +16,66 @@
 #define DIV(b, x, y) hs__ad_bin(b, HS_OP_DIVIDE, x, y)
 #define SUB(b, x, y) hs__ad_bin(b, HS_OP_SUBTRACT, x, y)
 
-/* d y / d x for y = op(x), or NULL for an opcode without one. */
+/* The derivative d y / d x of every float unary op y = op(x) (hs_opcode.h's
+ * families UNARY_FLOAT and UNARY_ANY), one line each, in terms of the
+ * operand x, the result y and the builder b. ZERO: piecewise constant, so
+ * the gradient is zero (as in JAX and PyTorch); the rule exists so that
+ * they are not errors. Forgetting an op, naming an op of another family or
+ * naming one twice does not compile. */
+#define ZERO NULL
+#define FILL(v, like) hs__ad_fill(b, v, &(like)->shape)
+#define SCALE(e, c) hs__ad_scalar_op(b, HS_OP_MULTIPLY, e, c)
+#define UN(op, e) hs_b_unary(b, HS_OP_##op, e)
+#define HS_FLOAT_UNARY_DERIVATIVES(D)                                      \
+    D(ABS, UN(SIGN, x))                                                    \
+    D(NEGATE, FILL(-1.0f, x))                                              \
+    D(EXP, y)                                                              \
+    D(EXPM1, hs__ad_scalar_op(b, HS_OP_ADD, y, 1.0f))                      \
+    D(LOG, DIV(b, FILL(1.0f, x), x))                                       \
+    D(LOG1P, DIV(b, FILL(1.0f, x), hs__ad_scalar_op(b, HS_OP_ADD, x, 1.0f))) \
+    D(SQRT, DIV(b, FILL(0.5f, x), y))                                      \
+    /* d x^(-1/2) = -x^(-3/2) / 2 = -y^3 / 2 */                            \
+    D(RSQRT, SCALE(MUL(b, MUL(b, y, y), y), -0.5f))                        \
+    D(TANH, SUB(b, FILL(1.0f, y), MUL(b, y, y)))                           \
+    D(LOGISTIC, MUL(b, y, SUB(b, FILL(1.0f, y), y)))                       \
+    /* 2/sqrt(pi) exp(-x^2) */                                             \
+    D(ERF, SCALE(UN(EXP, UN(NEGATE, MUL(b, x, x))), (float)(2.0 / sqrt(M_PI)))) \
+    D(SIGN, ZERO)                                                          \
+    D(FLOOR, ZERO)                                                         \
+    D(CEIL, ZERO)                                                          \
+    D(COS, UN(NEGATE, UN(SIN, x)))                                         \
+    D(SIN, UN(COS, x))                                                     \
+    D(TAN, hs__ad_scalar_op(b, HS_OP_ADD, MUL(b, y, y), 1.0f)) /* 1+y^2 */ \
+    D(CBRT, DIV(b, FILL(1.0f / 3.0f, y), MUL(b, y, y))) /* 1 / 3y^2 */     \
+    D(ROUND_NEAREST_EVEN, ZERO)                                            \
+    D(ROUND_NEAREST_AFZ, ZERO)
+
+#define DERIVATIVE_ONE(E, EXPR) +1
+_Static_assert(0 HS_FLOAT_UNARY_DERIVATIVES(DERIVATIVE_ONE) ==
+                   HS_N_FLOAT_UNARY,
+               "a float unary op of hs_opcode.h (family UNARY_FLOAT or "
+               "UNARY_ANY) has no line in HS_FLOAT_UNARY_DERIVATIVES");
+#define DERIVATIVE_MEMBER(E, EXPR)                                         \
+    _Static_assert(HS_IS_FLOAT_UNARY_FAMILY(HS_FAMILY_OF_##E),             \
+                   #E " has a derivative but is not a float unary op");
+HS_FLOAT_UNARY_DERIVATIVES(DERIVATIVE_MEMBER)
+
+/* d y / d x, or NULL when it is zero. */
 static hs_instruction *unary_derivative(hs_builder *b, hs_instruction *y)
 {
     hs_instruction *x = y->operands[0];
+    (void)x;
     switch (y->opcode) {
-    case HS_OP_ABS:
-        return hs_b_unary(b, HS_OP_SIGN, x);
-    case HS_OP_NEGATE:
-        return hs__ad_fill(b, -1.0f, &x->shape);
-    case HS_OP_EXP:
-        return y;
-    case HS_OP_EXPM1:
-        return hs__ad_scalar_op(b, HS_OP_ADD, y, 1.0f);
-    case HS_OP_LOG:
-        return DIV(b, hs__ad_fill(b, 1.0f, &x->shape), x);
-    case HS_OP_LOG1P:
-        return DIV(b, hs__ad_fill(b, 1.0f, &x->shape),
-                   hs__ad_scalar_op(b, HS_OP_ADD, x, 1.0f));
-    case HS_OP_SQRT:
-        return DIV(b, hs__ad_fill(b, 0.5f, &x->shape), y);
-    case HS_OP_RSQRT: /* d x^(-1/2) = -x^(-3/2) / 2 = -y^3 / 2 */
-        return hs__ad_scalar_op(b, HS_OP_MULTIPLY, MUL(b, MUL(b, y, y), y),
-                                -0.5f);
-    case HS_OP_TANH:
-        return SUB(b, hs__ad_fill(b, 1.0f, &y->shape), MUL(b, y, y));
-    case HS_OP_LOGISTIC:
-        return MUL(b, y, SUB(b, hs__ad_fill(b, 1.0f, &y->shape), y));
-    case HS_OP_ERF: {
-        hs_instruction *e = hs_b_unary(
-            b, HS_OP_EXP, hs_b_unary(b, HS_OP_NEGATE, MUL(b, x, x)));
-        return hs__ad_scalar_op(b, HS_OP_MULTIPLY, e,
-                                (float)(2.0 / sqrt(M_PI)));
-    }
-    case HS_OP_SIN:
-        return hs_b_unary(b, HS_OP_COS, x);
-    case HS_OP_COS:
-        return hs_b_unary(b, HS_OP_NEGATE, hs_b_unary(b, HS_OP_SIN, x));
-    case HS_OP_TAN: /* 1 + tan^2 */
-        return hs__ad_scalar_op(b, HS_OP_ADD, MUL(b, y, y), 1.0f);
-    case HS_OP_CBRT: /* x^(1/3): 1 / (3 y^2) */
-        return DIV(b, hs__ad_fill(b, 1.0f / 3.0f, &y->shape), MUL(b, y, y));
-    default:
-        return NULL;
+#define DERIVATIVE_CASE(E, EXPR)                                           \
+    case HS_OP_##E: return EXPR;
+        HS_FLOAT_UNARY_DERIVATIVES(DERIVATIVE_CASE)
+#undef DERIVATIVE_CASE
+    default: return NULL; /* hs__vjp_unary is the rule of float unary ops only */
     }
 }
 
+/* The rule of every float unary op (vjp_table.c gives it to the whole
+ * family). */
 void hs__vjp_unary(hs_vjp *v, hs_instruction *y)
 {
     hs_builder *b = hs__vjp_builder(v);
@@ -71,21 +85,8 @@ void hs__vjp_unary(hs_vjp *v, hs_instruction *y)
         return;
     }
     hs_instruction *d = unary_derivative(b, y);
-    if (!d) {
-        hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
-                     "autodiff: no derivative for %s (instruction %s)",
-                     hs_opcode_name(y->opcode), y->name);
-        return;
-    }
-    hs__vjp_acc(v, y->operands[0], MUL(b, gy, d));
-}
-
-/* sign, floor, ceil: piecewise constant, so the gradient is zero (as in
- * JAX and PyTorch); the rule exists so that they are not errors. */
-void hs__vjp_zero(hs_vjp *v, hs_instruction *y)
-{
-    (void)v;
-    (void)y;
+    if (d)
+        hs__vjp_acc(v, y->operands[0], MUL(b, gy, d));
 }
 
 void hs__vjp_convert(hs_vjp *v, hs_instruction *y)

@@ -1,8 +1,10 @@
 /* vjp_table.c - the VJP rule of every opcode, indexed by hs_opcode.
  *
  * The table is generated from HS_OPCODE_LIST (hs_opcode.h): each opcode E
- * takes its rule from the macro VJP_E below, so adding an opcode without
- * deciding how it is differentiated does not compile. NULL means "not
+ * takes its rule from the macro VJP_E below, or, for a float unary op,
+ * from its family (hs__vjp_unary with the op's line in vjp_elementwise.c's
+ * derivative list), so adding an opcode without deciding how it is
+ * differentiated does not compile. NULL means "not
  * differentiable": reaching it with a cotangent is an error naming the
  * instruction. Leaves (parameter, constant, iota) have no operands to hand
  * a cotangent to, and ops with integer or pred results (compare, and, not,
@@ -14,22 +16,6 @@
 #define VJP_CONSTANT NULL
 #define VJP_IOTA NULL
 /* element-wise unary */
-#define VJP_ABS hs__vjp_unary
-#define VJP_NEGATE hs__vjp_unary
-#define VJP_EXP hs__vjp_unary
-#define VJP_EXPM1 hs__vjp_unary
-#define VJP_LOG hs__vjp_unary
-#define VJP_LOG1P hs__vjp_unary
-#define VJP_SQRT hs__vjp_unary
-#define VJP_RSQRT hs__vjp_unary
-#define VJP_TANH hs__vjp_unary
-#define VJP_LOGISTIC hs__vjp_unary
-#define VJP_ERF hs__vjp_unary
-#define VJP_SIGN hs__vjp_zero
-#define VJP_FLOOR hs__vjp_zero
-#define VJP_CEIL hs__vjp_zero
-#define VJP_COS hs__vjp_unary
-#define VJP_SIN hs__vjp_unary
 #define VJP_NOT NULL
 #define VJP_CONVERT hs__vjp_convert
 #define VJP_BITCAST_CONVERT NULL
@@ -52,10 +38,6 @@
 #define VJP_POPCNT NULL
 #define VJP_CLZ NULL
 #define VJP_ATAN2 hs__vjp_binary
-#define VJP_CBRT hs__vjp_unary
-#define VJP_TAN hs__vjp_unary
-#define VJP_ROUND_NEAREST_EVEN hs__vjp_zero
-#define VJP_ROUND_NEAREST_AFZ hs__vjp_zero
 #define VJP_IS_FINITE NULL
 #define VJP_REDUCE_PRECISION NULL /* JAX's rule (the cotangent reduced
                                      the same way) is not written yet */
@@ -112,8 +94,17 @@
 #define VJP_REPLICA_ID NULL
 #define VJP_UNKNOWN NULL
 
+/* A float unary op's rule is the family's, with its derivative in
+ * vjp_elementwise.c's list; every other opcode has its own VJP_E above. */
+#define VJP_OF_FAMILY_OWN(e) VJP_##e
+#define VJP_OF_FAMILY_UNARY_ANY(e) hs__vjp_unary
+#define VJP_OF_FAMILY_UNARY_FLOAT(e) hs__vjp_unary
+#define VJP_OF_FAMILY_UNARY_LOGICAL(e) VJP_##e
+#define VJP_OF_FAMILY_BINARY_ANY(e) VJP_##e
+#define VJP_OF_FAMILY_BINARY_LOGICAL(e) VJP_##e
+
 static const hs_vjp_rule vjp_table[HS_OP_COUNT] = {
-#define HS_X(e, n, a, c, f) [HS_OP_##e] = VJP_##e,
+#define HS_X(e, n, a, c, f) [HS_OP_##e] = VJP_OF_FAMILY_##f(e),
     HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };

@@ -83,28 +83,22 @@ ELEM void logistic_loop(const float *restrict a, float *restrict y,
         VLOOP(n, y[i] = (TY)FN(OP, (TA)a[i]));                             \
         break;
 
+/* Every float unary op (numerics/element_ops.h's list): exp and logistic
+ * through their vectorised loops, the others a loop of the scalar
+ * function. */
+#define MAP_FLOAT_UNARY(E, F32, F64) MAP1(HS_OP_##E, unary_f32, float, float)
 ELEM bool unary_f32_loop(hs_opcode op, const float *restrict a,
                            float *restrict y, int64_t n)
 {
-    switch (op) {
-        MAP1(HS_OP_ABS, unary_f32, float, float)
-        MAP1(HS_OP_NEGATE, unary_f32, float, float)
-    case HS_OP_EXP: exp_loop(a, y, n); break;
-        MAP1(HS_OP_EXPM1, unary_f32, float, float)
-        MAP1(HS_OP_LOG, unary_f32, float, float)
-        MAP1(HS_OP_LOG1P, unary_f32, float, float)
-        MAP1(HS_OP_SQRT, unary_f32, float, float)
-        MAP1(HS_OP_RSQRT, unary_f32, float, float)
-        MAP1(HS_OP_TANH, unary_f32, float, float)
-    case HS_OP_LOGISTIC: logistic_loop(a, y, n); break;
-        MAP1(HS_OP_ERF, unary_f32, float, float)
-        MAP1(HS_OP_SIGN, unary_f32, float, float)
-        MAP1(HS_OP_FLOOR, unary_f32, float, float)
-        MAP1(HS_OP_CEIL, unary_f32, float, float)
-        MAP1(HS_OP_COS, unary_f32, float, float)
-        MAP1(HS_OP_SIN, unary_f32, float, float)
-    default: return false;
-    }
+    if (op == HS_OP_EXP)
+        exp_loop(a, y, n);
+    else if (op == HS_OP_LOGISTIC)
+        logistic_loop(a, y, n);
+    else
+        switch (op) {
+            HS_FLOAT_UNARY_FUNCTIONS(MAP_FLOAT_UNARY)
+        default: return false;
+        }
     return true;
 }
 

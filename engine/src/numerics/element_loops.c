@@ -19,19 +19,10 @@
     case HS_OP_##E:                                                        \
         CALL(HS_OP_##E);                                                   \
         break;
+#define SPECIALISE_FLOAT_UNARY(E, F32, F64) SPECIALISE_CASE(E, CALL)
 #define SPECIALISE_UNARY(CALL)                                             \
     switch (op) {                                                          \
-        SPECIALISE_CASE(ABS, CALL) SPECIALISE_CASE(NEGATE, CALL)           \
-        SPECIALISE_CASE(EXP, CALL) SPECIALISE_CASE(EXPM1, CALL)            \
-        SPECIALISE_CASE(LOG, CALL) SPECIALISE_CASE(LOG1P, CALL)            \
-        SPECIALISE_CASE(SQRT, CALL) SPECIALISE_CASE(RSQRT, CALL)           \
-        SPECIALISE_CASE(TANH, CALL) SPECIALISE_CASE(LOGISTIC, CALL)        \
-        SPECIALISE_CASE(ERF, CALL) SPECIALISE_CASE(SIGN, CALL)             \
-        SPECIALISE_CASE(FLOOR, CALL) SPECIALISE_CASE(CEIL, CALL)           \
-        SPECIALISE_CASE(COS, CALL) SPECIALISE_CASE(SIN, CALL)              \
-        SPECIALISE_CASE(TAN, CALL) SPECIALISE_CASE(CBRT, CALL)             \
-        SPECIALISE_CASE(ROUND_NEAREST_EVEN, CALL)                          \
-        SPECIALISE_CASE(ROUND_NEAREST_AFZ, CALL)                           \
+        HS_FLOAT_UNARY_FUNCTIONS(SPECIALISE_FLOAT_UNARY)                   \
         SPECIALISE_CASE(NOT, CALL) SPECIALISE_CASE(POPCNT, CALL)           \
         SPECIALISE_CASE(CLZ, CALL)                                         \
     default: CALL(op); break;                                              \

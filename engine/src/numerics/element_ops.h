@@ -86,58 +86,71 @@ static inline bool binary_defined(hs_opcode op, hs_dtype t)
 
 /* ---- unary ------------------------------------------------------------ */
 
+/* The float functions of every float unary op (hs_opcode.h's families
+ * UNARY_FLOAT and UNARY_ANY), one line each: X(E, f32 of v, f64 of v).
+ * f32 is what the device computes (exp and logistic: vmath.h's vectorised
+ * polynomial, lane 0 for a scalar); f64 computes in double with the C
+ * library's functions (XLA's CPU backend calls LLVM's f64 intrinsics or
+ * libm). unary_f32 / unary_f64 below, the device's f32 loops
+ * (device/kernels_elementwise.c) and the wide loops of every other type
+ * (numerics/element_loops.c) are generated from this list, so a new op
+ * takes this one line here; forgetting it, naming an op of another
+ * family or naming one twice does not compile. */
+#define HS_FLOAT_UNARY_FUNCTIONS(X)                                        \
+    X(ABS, fabsf(v), fabs(v))                                              \
+    X(NEGATE, -v, -v)                                                      \
+    X(EXP, hs_expf(v), exp(v))                                             \
+    X(EXPM1, expm1f(v), expm1(v))                                          \
+    X(LOG, logf(v), log(v))                                                \
+    X(LOG1P, log1pf(v), log1p(v))                                          \
+    X(SQRT, sqrtf(v), sqrt(v))                                             \
+    X(RSQRT, 1.0f / sqrtf(v), 1.0 / sqrt(v))                               \
+    X(TANH, tanhf(v), tanh(v))                                             \
+    X(LOGISTIC, hs_logisticf(v), 1.0 / (1.0 + exp(-v)))                    \
+    X(ERF, erff(v), erf(v))                                                \
+    X(SIGN, v > 0 ? 1.0f : v < 0 ? -1.0f : v, v > 0 ? 1.0 : v < 0 ? -1.0 : v) \
+    X(FLOOR, floorf(v), floor(v))                                          \
+    X(CEIL, ceilf(v), ceil(v))                                             \
+    X(COS, cosf(v), cos(v))                                                \
+    X(SIN, sinf(v), sin(v))                                                \
+    X(TAN, tanf(v), tan(v))                                                \
+    X(CBRT, cbrtf(v), cbrt(v))                                             \
+    X(ROUND_NEAREST_EVEN, rintf(v), rint(v)) /* the default mode */        \
+    X(ROUND_NEAREST_AFZ, roundf(v), round(v))
+
+/* Every entry is a float unary op, and every float unary op has an entry
+ * (a duplicate is a duplicate case in unary_f32). */
+#define HS__FLOAT_UNARY_ONE(E, F32, F64) +1
+_Static_assert(0 HS_FLOAT_UNARY_FUNCTIONS(HS__FLOAT_UNARY_ONE) ==
+                   HS_N_FLOAT_UNARY,
+               "a float unary op of hs_opcode.h (family UNARY_FLOAT or "
+               "UNARY_ANY) has no line in HS_FLOAT_UNARY_FUNCTIONS");
+#define HS__FLOAT_UNARY_MEMBER(E, F32, F64)                                \
+    _Static_assert(HS_IS_FLOAT_UNARY_FAMILY(HS_FAMILY_OF_##E),             \
+                   #E " is in HS_FLOAT_UNARY_FUNCTIONS but its family in " \
+                   "hs_opcode.h is not UNARY_FLOAT or UNARY_ANY");
+HS_FLOAT_UNARY_FUNCTIONS(HS__FLOAT_UNARY_MEMBER)
+#undef HS__FLOAT_UNARY_ONE
+#undef HS__FLOAT_UNARY_MEMBER
+
 ELEM float unary_f32(hs_opcode op, float v)
 {
     switch (op) {
-    case HS_OP_ABS: return fabsf(v);
-    case HS_OP_NEGATE: return -v;
-    case HS_OP_EXP: return hs_expf(v);
-    case HS_OP_EXPM1: return expm1f(v);
-    case HS_OP_LOG: return logf(v);
-    case HS_OP_LOG1P: return log1pf(v);
-    case HS_OP_SQRT: return sqrtf(v);
-    case HS_OP_RSQRT: return 1.0f / sqrtf(v);
-    case HS_OP_TANH: return tanhf(v);
-    case HS_OP_LOGISTIC: return hs_logisticf(v);
-    case HS_OP_ERF: return erff(v);
-    case HS_OP_SIGN: return v > 0 ? 1.0f : v < 0 ? -1.0f : v;
-    case HS_OP_FLOOR: return floorf(v);
-    case HS_OP_CEIL: return ceilf(v);
-    case HS_OP_COS: return cosf(v);
-    case HS_OP_SIN: return sinf(v);
-    case HS_OP_TAN: return tanf(v);
-    case HS_OP_CBRT: return cbrtf(v);
-    case HS_OP_ROUND_NEAREST_EVEN: return rintf(v); /* the default mode */
-    case HS_OP_ROUND_NEAREST_AFZ: return roundf(v);
-    default: return v;
+#define HS__CASE(E, F32, F64)                                              \
+    case HS_OP_##E: return F32;
+        HS_FLOAT_UNARY_FUNCTIONS(HS__CASE)
+#undef HS__CASE
+    default: return v; /* not a float op: unary_defined says so */
     }
 }
 
-/* f64 computes in double with the C library's functions (XLA's CPU
- * backend calls LLVM's f64 intrinsics or libm). */
 ELEM double unary_f64(hs_opcode op, double v)
 {
     switch (op) {
-    case HS_OP_ABS: return fabs(v);
-    case HS_OP_NEGATE: return -v;
-    case HS_OP_EXP: return exp(v);
-    case HS_OP_EXPM1: return expm1(v);
-    case HS_OP_LOG: return log(v);
-    case HS_OP_LOG1P: return log1p(v);
-    case HS_OP_SQRT: return sqrt(v);
-    case HS_OP_RSQRT: return 1.0 / sqrt(v);
-    case HS_OP_TANH: return tanh(v);
-    case HS_OP_LOGISTIC: return 1.0 / (1.0 + exp(-v));
-    case HS_OP_ERF: return erf(v);
-    case HS_OP_SIGN: return v > 0 ? 1.0 : v < 0 ? -1.0 : v;
-    case HS_OP_FLOOR: return floor(v);
-    case HS_OP_CEIL: return ceil(v);
-    case HS_OP_COS: return cos(v);
-    case HS_OP_SIN: return sin(v);
-    case HS_OP_TAN: return tan(v);
-    case HS_OP_CBRT: return cbrt(v);
-    case HS_OP_ROUND_NEAREST_EVEN: return rint(v);
-    case HS_OP_ROUND_NEAREST_AFZ: return round(v);
+#define HS__CASE(E, F32, F64)                                              \
+    case HS_OP_##E: return F64;
+        HS_FLOAT_UNARY_FUNCTIONS(HS__CASE)
+#undef HS__CASE
     default: return v;
     }
 }
