@@ -165,6 +165,16 @@ void hs_tensors_free(hs_tensor **ts, int n);
  * figures. */
 hs_status hs_device_estimate(const hs_module *m, const hs_device_spec *spec,
                              hs_run_stats *stats, hs_error *err);
+/* hs_device_estimate, and the compute stream's clock along the entry
+ * computation: finish[k] (m->entry->n_instrs elements) is the simulated
+ * time at which instruction k of the entry, in schedule order, has
+ * finished (an instruction that is not charged: the time before it).
+ * The offload what-if places its copies by this clock, so that they are
+ * timed by the one cost model. finish may be NULL. */
+hs_status hs_device_estimate_clock(const hs_module *m,
+                                   const hs_device_spec *spec,
+                                   double *finish, hs_run_stats *stats,
+                                   hs_error *err);
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,7 @@ typedef struct est {
     int64_t walked;       /* visited: the work the walk really did */
     double *ready; /* by instruction id: when a copy-start's copy ends */
     bool unknown_trip;
+    double *entry_finish; /* by entry position: the clock after it, or NULL */
 } est;
 
 /* Live instructions of c: reachable from the root through operands. */
@@ -143,6 +144,8 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
     hs_status st = HS_OK;
     for (int k = 0; st == HS_OK && k < c->n_instrs; k++) {
         const hs_instruction *in = c->instrs[k];
+        if (depth == 0 && e->entry_finish)
+            e->entry_finish[k] = e->now; /* until it is charged below */
         if (in->id < 0 || in->id >= e->m->next_id || !live[in->id] ||
             in->opcode == HS_OP_PARAMETER)
             continue;
@@ -196,6 +199,8 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
             charge(e, in);
             break;
         }
+        if (depth == 0 && e->entry_finish)
+            e->entry_finish[k] = e->now;
     }
     free(live);
     return st;
@@ -204,12 +209,20 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
 hs_status hs_device_estimate(const hs_module *m, const hs_device_spec *spec,
                              hs_run_stats *stats, hs_error *err)
 {
+    return hs_device_estimate_clock(m, spec, NULL, stats, err);
+}
+
+hs_status hs_device_estimate_clock(const hs_module *m,
+                                   const hs_device_spec *spec,
+                                   double *finish, hs_run_stats *stats,
+                                   hs_error *err)
+{
     memset(stats, 0, sizeof *stats);
     if (!m || !m->entry)
         return hs_error_set(err, HS_ERR_INVALID, "estimate: no module");
     if (!spec)
         spec = hs_device_find(hs_device_default_name());
-    est e = {.spec = spec, .m = m};
+    est e = {.spec = spec, .m = m, .entry_finish = finish};
     e.ready = calloc((size_t)m->next_id + 1, sizeof *e.ready);
     if (!e.ready)
         return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
