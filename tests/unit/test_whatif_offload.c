@@ -244,6 +244,54 @@ static void offloaded_step_runs_bit_identical(void **state)
     hs_module_free(m);
 }
 
+/* Where the prefetches start is what saves the memory: the same module
+ * with every fetch from the host issued right after its eviction (the
+ * schedule pass's rule, right for a scan body) holds each fetched copy
+ * for its whole gap and does not fit. */
+static void late_prefetches_are_what_fits(void **state)
+{
+    (void)state;
+    hs_module *m = dump(k_decoder, true, NULL);
+    hs_whatif w = analyse(m, "teach-16m", 0);
+    assert_true(w.offload.fits);
+    hs_module *early = hs_module_clone(w.offload.offloaded);
+    assert_non_null(early);
+    hs_computation *c = early->entry;
+    int fetches = 0;
+    for (int k = 0; k < c->n_instrs; k++) {
+        hs_instruction *cs = c->instrs[k];
+        if (cs->opcode != HS_OP_COPY_START ||
+            cs->operands[0]->shape.memory_space != HS_MEMSPACE_HOST)
+            continue;
+        int at = -1;
+        for (int j = 0; j < k; j++)
+            if (c->instrs[j] == cs->operands[0])
+                at = j;
+        assert_true(at >= 0);
+        /* Placed late: compute runs between the eviction and the fetch. */
+        assert_true(k > at + 1);
+        memmove(c->instrs + at + 2, c->instrs + at + 1,
+                sizeof *c->instrs * (size_t)(k - at - 1));
+        c->instrs[at + 1] = cs;
+        fetches++;
+    }
+    assert_int_equal(fetches, w.offload.n_chosen);
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_module_verify(early, &err), HS_OK);
+    hs_buffer_assignment *ba = hs_assign_buffers(early, &err);
+    assert_non_null(ba);
+    double peak = (double)hs_buffers_peak(ba, HS_MEMSPACE_DEVICE).bytes;
+    print_message("prefetch right after eviction: peak %.0f, placed: %.0f\n",
+                  peak, w.offload.peak_after);
+    assert_true(peak > w.offload.budget);
+    assert_true(peak > w.offload.peak_after);
+    hs_buffers_free(ba);
+    hs_module_free(early);
+    release(&w);
+    hs_module_free(m);
+}
+
 static void forward_module_is_not_applicable(void **state)
 {
     (void)state;
@@ -300,6 +348,7 @@ int main(void)
         cmocka_unit_test(train_step_dump_offloads_to_fit_teaching_preset),
         cmocka_unit_test(smaller_budget_moves_more),
         cmocka_unit_test(offloaded_step_runs_bit_identical),
+        cmocka_unit_test(late_prefetches_are_what_fits),
         cmocka_unit_test(forward_module_is_not_applicable),
         cmocka_unit_test(mixtral_shard_is_analysed_in_seconds),
     };
