@@ -81,6 +81,20 @@ static void not_analysed(hs_whatif_offload *r, const char *fmt, const char *a)
     snprintf(r->reason, sizeof r->reason, fmt, a);
 }
 
+/* place_to_host(x) (host) or place_to_device(x), appended to c, under
+ * the op_name of the value v it moves. NULL on host OOM. */
+static hs_instruction *placement(hs_computation *c, hs_instruction *x,
+                                 const hs_instruction *v, bool host)
+{
+    hs_instruction *p =
+        hs_computation_add(c, HS_OP_CUSTOM_CALL, &v->shape, &x, 1, NULL);
+    if (!p)
+        return NULL;
+    p->custom_call_target = HS_PLACEMENT_TARGET;
+    p->op_name = v->op_name;
+    return hs_instruction_set_placement(p, host) ? p : NULL;
+}
+
 /* The compiled module a annotated for the chosen values: a pair of
  * annotate_device_placement custom-calls right after each value, and its
  * uses after the idle gap reading the value brought back. *ours receives
@@ -110,20 +124,9 @@ static hs_module *annotate(const hs_module *a, const hs__lifetimes *l,
         hs_instruction *v = by_id[sv->value->id];
         if (!v)
             goto fail;
-        hs_instruction *h = hs_computation_add(c, HS_OP_CUSTOM_CALL,
-                                               &v->shape, &v, 1, NULL);
-        if (!h)
-            goto fail;
-        h->custom_call_target = HS_PLACEMENT_TARGET;
-        h->op_name = v->op_name;
-        hs_instruction *d = hs_computation_add(c, HS_OP_CUSTOM_CALL,
-                                               &v->shape, &h, 1, NULL);
+        hs_instruction *h = placement(c, v, v, true);
+        hs_instruction *d = h ? placement(c, h, v, false) : NULL;
         if (!d)
-            goto fail;
-        d->custom_call_target = HS_PLACEMENT_TARGET;
-        d->op_name = v->op_name;
-        if (!hs_instruction_set_placement(h, true) ||
-            !hs_instruction_set_placement(d, false))
             goto fail;
         after[2 * pos[v->id]] = h;
         after[2 * pos[v->id] + 1] = d;
