@@ -304,6 +304,29 @@ static void forward_module_is_not_applicable(void **state)
     hs_module_free(m);
 }
 
+/* A cancelled analysis stops with HS_ERR_CANCELLED, whatever it was
+ * doing, and leaves nothing to free. */
+static void cancelled_analysis_stops(void **state)
+{
+    (void)state;
+    hs_module *m = dump(k_decoder, true, NULL);
+    hs_whatif w;
+    memset(&w, 0, sizeof w);
+    w.arena = hs_arena_new(0);
+    hs_whatif_options o;
+    memset(&o, 0, sizeof o);
+    o.device = "teach-16m";
+    atomic_bool stop = true;
+    o.cancel = &stop;
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs__whatif_offload(m, NULL, &o, &w, &err),
+                     HS_ERR_CANCELLED);
+    assert_null(w.offload.offloaded);
+    hs_arena_free(w.arena);
+    hs_module_free(m);
+}
+
 static void mixtral_shard_is_analysed_in_seconds(void **state)
 {
     (void)state;
@@ -336,6 +359,10 @@ static void mixtral_shard_is_analysed_in_seconds(void **state)
      * the best found is reported. */
     assert_false(w.offload.fits);
     assert_true(w.offload.n_chosen > 0);
+    /* Named as in the dump, not after the fusions the compile formed. */
+    for (int k = 0; k < w.offload.n_chosen; k++)
+        assert_non_null(find_instr(m, w.offload.chosen[k]));
+    assert_contains(w.offload.reason, "no choice fits");
     assert_true(w.offload.peak_after < w.offload.peak_before);
     assert_true(seconds < 30); /* "a few seconds"; generous under load */
     release(&w);
@@ -350,6 +377,7 @@ int main(void)
         cmocka_unit_test(offloaded_step_runs_bit_identical),
         cmocka_unit_test(late_prefetches_are_what_fits),
         cmocka_unit_test(forward_module_is_not_applicable),
+        cmocka_unit_test(cancelled_analysis_stops),
         cmocka_unit_test(mixtral_shard_is_analysed_in_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

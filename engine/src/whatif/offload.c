@@ -358,6 +358,9 @@ hs_status hs__whatif_offload(const hs_module *m, const hs_group_tree *t,
     if (!spec)
         return hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", dev);
     r->budget = o->budget > 0 ? o->budget : spec->hbm_bytes;
+    hs_status st = check_stop(o, err);
+    if (st != HS_OK)
+        return st;
 
     hs_compile_options co;
     hs_compile_options_init(&co);
@@ -367,7 +370,7 @@ hs_status hs__whatif_offload(const hs_module *m, const hs_group_tree *t,
     hs_executable *exe = NULL;
     hs_error cerr;
     hs_error_clear(&cerr);
-    hs_status st = hs_compile(m, &co, NULL, NULL, &exe, &cerr);
+    st = hs_compile(m, &co, NULL, NULL, &exe, &cerr);
     if (st != HS_OK) {
         if (stops_everything(st)) {
             if (err)
