@@ -743,8 +743,9 @@ static void attention_matches_reference(void **state)
 static void examples_run_forward(void **state)
 {
     (void)state;
-    const char *files[] = {"mlp.json", "graph_offload.json"};
-    for (int i = 0; i < 2; i++) {
+    const char *files[] = {"mlp.json", "graph_offload.json",
+                           "cnn_resnet_tiny.json"};
+    for (int i = 0; i < 3; i++) {
         char path[512];
         snprintf(path, sizeof path, "%s/examples/%s", HS_SOURCE_DIR,
                  files[i]);

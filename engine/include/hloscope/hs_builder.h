@@ -120,6 +120,19 @@ hs_instruction *hs_b_reduce_sum(hs_builder *b, hs_instruction *x,
 hs_instruction *hs_b_reduce_max(hs_builder *b, hs_instruction *x,
                                 const int64_t *dims, int n_dims);
 
+/* An op the builder has no function of its own for (convolution,
+ * reduce-window, batch-norm-*): its text attributes (window=,
+ * dim_labels=, epsilon=, ...; copied) and called computations, the shape
+ * inferred from them (builder_generic.c). */
+hs_instruction *hs_b_generic(hs_builder *b, hs_opcode op,
+                             hs_instruction *const *xs, int n,
+                             const hs_attr *attrs, int n_attrs,
+                             hs_computation *const *called, int n_called);
+/* The scalar reducer computation of op (ADD, MAXIMUM, MINIMUM, MULTIPLY)
+ * over element type t, made once per builder; it precedes the builder's
+ * computation. */
+hs_computation *hs_b_reducer(hs_builder *b, hs_opcode op, hs_dtype t);
+
 /* ---- tuples and control ---- */
 hs_instruction *hs_b_tuple(hs_builder *b, hs_instruction *const *xs, int n);
 hs_instruction *hs_b_get_tuple_element(hs_builder *b, hs_instruction *t,

@@ -13,7 +13,7 @@ typedef struct gop_rule {
     hs_graph_op_kind kind;
     hs_opcode opcode;
     int arity;
-    const char *attrs[5];
+    const char *attrs[7];
 } gop_rule;
 
 #define UNARY(E, N) {N, HS_GOP_HLO, HS_OP_##E, 1, {NULL}}
@@ -61,6 +61,14 @@ static const gop_rule k_rules[] = {
     {"reduce", HS_GOP_HLO, HS_OP_REDUCE, 1, {"dimensions", "reducer"}},
     {"constant", HS_GOP_HLO, HS_OP_CONSTANT, 0, {"value", "shape"}},
     {"iota", HS_GOP_HLO, HS_OP_IOTA, 0, {"shape", "dimension"}},
+    {"convolution", HS_GOP_HLO, HS_OP_CONVOLUTION, 2,
+     {"window_strides", "padding_low", "padding_high", "rhs_dilation",
+      "feature_group_count", "dim_labels"}},
+    {"reduce-window", HS_GOP_HLO, HS_OP_REDUCE_WINDOW, 1,
+     {"window_dimensions", "window_strides", "padding_low", "padding_high",
+      "reducer"}},
+    {"batch-norm-inference", HS_GOP_HLO, HS_OP_BATCH_NORM_INFERENCE, 5,
+     {"epsilon", "feature_index"}},
     {"place_to_host", HS_GOP_PLACE_TO_HOST, HS_OP_CUSTOM_CALL, 1, {NULL}},
     {"place_to_device", HS_GOP_PLACE_TO_DEVICE, HS_OP_CUSTOM_CALL, 1,
      {NULL}},
@@ -79,8 +87,10 @@ static const char *const k_reducers[] = {"add", "max", "min", "multiply",
                                          NULL};
 static const hs_opcode k_reducer_ops[] = {HS_OP_ADD, HS_OP_MAXIMUM,
                                           HS_OP_MINIMUM, HS_OP_MULTIPLY};
-static const char *const k_dtypes[] = {"f32", "s32", "pred", NULL};
-static const hs_dtype k_dtype_vals[] = {HS_F32, HS_S32, HS_PRED};
+static const char *const k_dtypes[] = {"f32", "s32", "pred", "bf16", "f16",
+                                       NULL};
+static const hs_dtype k_dtype_vals[] = {HS_F32, HS_S32, HS_PRED, HS_BF16,
+                                        HS_F16};
 
 /* A name of the graph's namespace: "x", a param or an op so far. */
 typedef struct names {
@@ -362,16 +372,17 @@ static bool shape_attr_fits(js_walker *w, const hs_graph_op *g,
                    (long long)cap);
 }
 
-static bool parse_attrs(js_walker *w, const json_t *op, const gop_rule *r,
-                        const hs_model_limits *limits, hs_graph_op *g)
+static bool parse_attrs(js_walker *w, const json_t *op, hs_arena *a,
+                        const gop_rule *r, const hs_model_limits *limits,
+                        hs_graph_op *g)
 {
     const json_t *at = json_object_get(op, "attrs");
     json_t *tmp = NULL;
     if (!at)
         at = tmp = json_object();
     size_t mark = js_push_key(w, "attrs");
-    const char *known[6] = {NULL};
-    for (int i = 0; i < 5 && r->attrs[i]; i++)
+    const char *known[8] = {NULL};
+    for (int i = 0; i < 7 && r->attrs[i]; i++)
         known[i] = r->attrs[i];
     int idx = 0;
     int64_t rank_max = HS_MAX_RANK - 1;
@@ -439,6 +450,11 @@ static bool parse_attrs(js_walker *w, const json_t *op, const gop_rule *r,
                  js_get_int(w, at, "dimension", false, 0, 0, rank_max,
                             &g->dimension);
             break;
+        case HS_OP_CONVOLUTION:
+        case HS_OP_REDUCE_WINDOW:
+        case HS_OP_BATCH_NORM_INFERENCE:
+            ok = hs_vision_attrs_parse(w, at, a, g);
+            break;
         default:
             break;
         }
@@ -480,7 +496,7 @@ static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
              js_get_string(w, op, "name", true, NULL, &name) &&
              (r = find_rule(w, op)) != NULL &&
              parse_args(w, op, a, r, ns, g) &&
-             parse_attrs(w, op, r, limits, g) &&
+             parse_attrs(w, op, a, r, limits, g) &&
              parse_scope(w, op, a, g) && add_name(w, ns, name, "name", false);
         if (ok) {
             g->name = ns->v[ns->n - 1] = hs_arena_strdup(a, name);

@@ -121,6 +121,7 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
     hs_trace t;
     hs_trace_init(&t, b, &src.base);
     t.max_elements = max_elements;
+    t.dtype = d->dtype;
     hs_instruction *x = hs_b_parameter(b, 0, &d->input_shape, "x");
     for (int k = 0; k < d->n_layers && x;) {
         /* The copies of one repeat share their block, and separate entries
@@ -265,6 +266,9 @@ static bool draw_data(hs_model *m, hs_error *err)
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     if (m->input_shape.dtype == HS_S32) {
         if (!fill_indices(m->seed, "input", m->desc->input_ids, m->input))
+            return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
+    } else if (m->input_shape.dtype != HS_F32) {
+        if (!hs_fill_narrow(m->input, m->seed, NULL))
             return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     } else {
         hs_model_fill_uniform(m->seed, "input", -1, 1,

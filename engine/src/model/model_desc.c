@@ -30,6 +30,7 @@ typedef struct desc_parser {
     hs_arena *a;
     const hs_model_limits *limits;
     int depth; /* 0 while parsing the top-level `layers` */
+    hs_dtype dtype; /* the model's "dtype" */
 } desc_parser;
 
 static bool nomem(desc_parser *p)
@@ -77,6 +78,21 @@ static const char *const k_decoder_keys[] = {"type", "heads", "hidden",
 static const char *const k_sequential_keys[] = {"type", "blocks", NULL};
 static const char *const k_graph_keys[] = {"type", "params", "ops", "output",
                                            NULL};
+static const char *const k_conv2d_keys[] = {
+    "type",     "out_channels", "kernel_size", "stride", "padding",
+    "dilation", "groups",       "bias",        NULL};
+static const char *const k_batchnorm_keys[] = {"type", "eps", "training",
+                                               NULL};
+static const char *const k_maxpool_keys[] = {"type", "kernel_size", "stride",
+                                             "padding", "dilation", NULL};
+static const char *const k_avgpool_keys[] = {"type", "kernel_size", "stride",
+                                             "padding", "count_include_pad",
+                                             NULL};
+static const char *const k_adaptive_keys[] = {"type", "output_size", NULL};
+static const char *const k_flatten_keys[] = {"type", "start_dim", NULL};
+static const char *const k_dropout_keys[] = {"type", "p", NULL};
+static const char *const k_residual_keys[] = {"type", "blocks", "shortcut",
+                                              "activation", NULL};
 
 static const char *const *keys_of(hs_block_type t)
 {
@@ -90,6 +106,14 @@ static const char *const *keys_of(hs_block_type t)
     case HS_BLOCK_DECODER: return k_decoder_keys;
     case HS_BLOCK_SEQUENTIAL: return k_sequential_keys;
     case HS_BLOCK_GRAPH: return k_graph_keys;
+    case HS_BLOCK_CONV2D: return k_conv2d_keys;
+    case HS_BLOCK_BATCHNORM2D: return k_batchnorm_keys;
+    case HS_BLOCK_MAXPOOL2D: return k_maxpool_keys;
+    case HS_BLOCK_AVGPOOL2D: return k_avgpool_keys;
+    case HS_BLOCK_ADAPTIVE_AVGPOOL2D: return k_adaptive_keys;
+    case HS_BLOCK_FLATTEN: return k_flatten_keys;
+    case HS_BLOCK_DROPOUT: return k_dropout_keys;
+    case HS_BLOCK_RESIDUAL: return k_residual_keys;
     default: return k_plain_keys;
     }
 }
@@ -100,6 +124,26 @@ static const hs_block_type k_activation_types[] = {
     HS_BLOCK_RELU, HS_BLOCK_GELU, HS_BLOCK_SILU, HS_BLOCK_TANH,
     HS_BLOCK_SIGMOID};
 static const char *const k_norms[] = {"rmsnorm", "layernorm", NULL};
+static const char *const k_residual_acts[] = {"none", "relu", NULL};
+
+/* A nested block list at obj[key] (a sequential's blocks, a residual's
+ * blocks and shortcut); *count gains its blocks. */
+static bool parse_nested(desc_parser *p, const json_t *obj, const char *key,
+                         const hs_block ***out, int *n, int64_t *count)
+{
+    const json_t *arr = json_object_get(obj, key);
+    if (!arr)
+        return js_fail(&p->w, HS_ERR_INVALID, key,
+                       "missing required key '%s'", key);
+    size_t mark = js_push_key(&p->w, key);
+    int64_t inner = 0;
+    p->depth++;
+    bool ok = parse_block_list(p, arr, out, n, &inner, NULL);
+    p->depth--;
+    js_pop(&p->w, mark);
+    *count += inner;
+    return ok;
+}
 
 static bool parse_block_fields(desc_parser *p, const json_t *obj,
                                hs_block *blk, int64_t *count)
@@ -145,23 +189,32 @@ static bool parse_block_fields(desc_parser *p, const json_t *obj,
         blk->activation = HS_BLOCK_SILU;
         blk->eps = idx == 0 ? 1e-6 : 1e-5;
         return true;
-    case HS_BLOCK_SEQUENTIAL: {
-        const json_t *arr = json_object_get(obj, "blocks");
-        if (!arr)
-            return js_fail(w, HS_ERR_INVALID, "blocks",
-                           "missing required key 'blocks'");
-        size_t mark = js_push_key(w, "blocks");
-        int64_t inner = 0;
-        p->depth++;
-        bool ok = parse_block_list(p, arr, &blk->blocks, &blk->n_blocks,
-                                   &inner, NULL);
-        p->depth--;
-        js_pop(w, mark);
-        *count = inner + 1;
-        return ok;
-    }
+    case HS_BLOCK_SEQUENTIAL:
+        return parse_nested(p, obj, "blocks", &blk->blocks, &blk->n_blocks,
+                            count);
+    case HS_BLOCK_RESIDUAL:
+        /* act(blocks(x) + shortcut(x)); activation "relu" is the ReLU
+         * after the add of a ResNet block. */
+        if (!parse_nested(p, obj, "blocks", &blk->blocks, &blk->n_blocks,
+                          count) ||
+            (json_object_get(obj, "shortcut") &&
+             !parse_nested(p, obj, "shortcut", &blk->shortcut,
+                           &blk->n_shortcut, count)) ||
+            !js_get_enum(w, obj, "activation", false, 0, k_residual_acts,
+                         &idx))
+            return false;
+        blk->activation = idx == 1 ? HS_BLOCK_RELU : HS_BLOCK_COUNT;
+        return true;
     case HS_BLOCK_GRAPH:
         return hs_graph_desc_parse(w, obj, p->a, p->limits, blk);
+    case HS_BLOCK_CONV2D:
+    case HS_BLOCK_BATCHNORM2D:
+    case HS_BLOCK_MAXPOOL2D:
+    case HS_BLOCK_AVGPOOL2D:
+    case HS_BLOCK_ADAPTIVE_AVGPOOL2D:
+    case HS_BLOCK_FLATTEN:
+    case HS_BLOCK_DROPOUT:
+        return hs_vision_desc_parse(w, obj, blk);
     default:
         return true;
     }
@@ -178,8 +231,10 @@ static const hs_block *parse_block(desc_parser *p, const json_t *obj,
         js_fail(w, HS_ERR_INVALID, NULL,
                 "expected a block: an object with \"type\" (one of linear, "
                 "relu, gelu, silu, tanh, sigmoid, softmax, layernorm, "
-                "rmsnorm, mlp, attention, decoder, sequential, graph), or "
-                "{\"repeat\": N, \"block\": B}");
+                "rmsnorm, mlp, attention, decoder, sequential, graph, "
+                "conv2d, batchnorm2d, maxpool2d, avgpool2d, "
+                "adaptive_avgpool2d, flatten, dropout, relu6, hardswish, "
+                "residual), or {\"repeat\": N, \"block\": B}");
         return NULL;
     }
     int type;
@@ -404,7 +459,10 @@ static bool parse_block_list(desc_parser *p, const json_t *arr,
 
 static const char *const k_top_keys[] = {
     "name",  "description", "seed",  "input",  "layers",
-    "loop",  "residuals",   "train", "device", NULL};
+    "loop",  "residuals",   "train", "device", "dtype", NULL};
+/* The model's floating-point type, in hs_dtype order below. */
+static const char *const k_model_dtypes[] = {"f32", "bf16", "f16", NULL};
+static const hs_dtype k_model_dtype_vals[] = {HS_F32, HS_BF16, HS_F16};
 static const char *const k_input_keys[] = {"shape", "ids", NULL};
 static const char *const k_train_keys[] = {"loss", "target", "optimizer",
                                            "steps", NULL};
@@ -515,10 +573,10 @@ static bool parse_input(desc_parser *p, const json_t *root,
               /* Token ids for an embedding: s32 in [0, ids); f32 is exact
                * for them up to 2^24, which a one-hot lowering relies on. */
               js_get_int(w, in, "ids", false, 0, 1, INT64_C(1) << 24, ids);
-    if (ok && (rank < 2 || rank > 3))
+    if (ok && (rank < 2 || rank > 4))
         ok = js_fail(w, HS_ERR_INVALID, "shape",
-                     "expected [batch, features] or [batch, seq, features], "
-                     "got %d dimensions",
+                     "expected [batch, features], [batch, seq, features] or "
+                     "[batch, channels, height, width], got %d dimensions",
                      rank);
     if (ok && opts && opts->batch > 0)
         dims[0] = opts->batch;
@@ -533,7 +591,7 @@ static bool parse_input(desc_parser *p, const json_t *root,
                          (long long)p->limits->max_tensor_elements);
     }
     if (ok)
-        *out = hs_shape_make(*ids > 0 ? HS_S32 : HS_F32, rank, dims);
+        *out = hs_shape_make(*ids > 0 ? HS_S32 : p->dtype, rank, dims);
     js_pop(w, mark);
     return ok;
 }
@@ -618,6 +676,22 @@ static bool parse_loop(desc_parser *p, const json_t *root,
     return true;
 }
 
+/* "dtype": the type of the parameters, the input and every activation
+ * (docs/MODEL_FORMAT.md, "Element type"). */
+static bool parse_dtype(desc_parser *p, const json_t *root, hs_model_desc *d)
+{
+    int idx = 0;
+    if (!js_get_enum(&p->w, root, "dtype", false, 0, k_model_dtypes, &idx))
+        return false;
+    d->dtype = p->dtype = k_model_dtype_vals[idx];
+    if (d->dtype != HS_F32 && json_object_get(root, "train"))
+        return js_fail(&p->w, HS_ERR_UNSUPPORTED, "dtype",
+                       "training a %s model is not supported (the loss and "
+                       "optimizer are f32); drop \"train\" or use \"f32\"",
+                       k_model_dtypes[idx]);
+    return true;
+}
+
 static bool parse_names(desc_parser *p, const json_t *root,
                         const hs_model_options *opts, hs_model_desc *d)
 {
@@ -658,6 +732,7 @@ bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
     if (!js_check_keys(&p.w, root, k_top_keys) ||
         !parse_names(&p, root, opts, out) ||
         !parse_loop(&p, root, opts, &out->loop) ||
+        !parse_dtype(&p, root, out) ||
         !parse_residuals(&p, root, opts, out) ||
         !parse_input(&p, root, opts, &out->input_shape, &out->input_ids) ||
         !parse_train(&p, root, &out->train))

@@ -30,7 +30,17 @@
     X(ATTENTION, "attention")   \
     X(DECODER, "decoder")       \
     X(SEQUENTIAL, "sequential") \
-    X(GRAPH, "graph")
+    X(GRAPH, "graph")           \
+    X(CONV2D, "conv2d")         \
+    X(BATCHNORM2D, "batchnorm2d") \
+    X(MAXPOOL2D, "maxpool2d")   \
+    X(AVGPOOL2D, "avgpool2d")   \
+    X(ADAPTIVE_AVGPOOL2D, "adaptive_avgpool2d") \
+    X(FLATTEN, "flatten")       \
+    X(DROPOUT, "dropout")       \
+    X(RELU6, "relu6")           \
+    X(HARDSWISH, "hardswish")   \
+    X(RESIDUAL, "residual")
 
 typedef enum hs_block_type {
 #define HS_X(e, n) HS_BLOCK_##e,
@@ -84,9 +94,28 @@ typedef struct hs_graph_op {
     int n_lc, n_rc, n_lb, n_rb; /* dot */
     int64_t lc[HS_MAX_RANK], rc[HS_MAX_RANK], lb[HS_MAX_RANK],
         rb[HS_MAX_RANK];
-    hs_opcode reducer; /* reduce */
-    double value;      /* constant */
+    hs_opcode reducer; /* reduce, reduce-window */
+    double value;      /* constant; epsilon of batch-norm-inference */
+    /* convolution and reduce-window (vision_desc.c): per spatial (conv)
+     * or per operand (reduce-window) dimension; -1 counts: absent */
+    int n_win, n_wstride, n_pad_lo, n_pad_hi, n_dil;
+    int64_t win[HS_MAX_RANK], wstride[HS_MAX_RANK], pad_lo[HS_MAX_RANK],
+        pad_hi[HS_MAX_RANK], dil[HS_MAX_RANK];
+    int64_t groups;         /* convolution: feature_group_count */
+    const char *dim_labels; /* convolution, NULL: bf01_oi01->bf01 */
 } hs_graph_op;
+
+/* The settings of the NCHW vision blocks (conv2d, pooling, batchnorm2d,
+ * flatten), as torch.nn spells them; [0] is height, [1] width. */
+typedef struct hs_vision {
+    int64_t out_channels;    /* conv2d */
+    int64_t kernel[2], stride[2], padding[2], dilation[2];
+    int64_t groups;          /* conv2d */
+    bool count_include_pad;  /* avgpool2d */
+    int64_t output_size[2];  /* adaptive_avgpool2d */
+    int64_t start_dim;       /* flatten */
+    bool training;           /* batchnorm2d: batch statistics */
+} hs_vision;
 
 /* ---- blocks ---- */
 
@@ -115,6 +144,10 @@ struct hs_block {
     hs_graph_op *ops;
     const char *output;
     const char *output_path;
+
+    hs_vision vision; /* conv2d, pooling, batchnorm2d, flatten */
+    int n_shortcut;   /* residual: the shortcut's blocks (0: identity) */
+    const hs_block **shortcut;
 };
 
 /* Longest module name a description may give a layer. */
@@ -146,7 +179,8 @@ struct hs_model_desc {
     const char **offload_names; /* residuals: {"offload": [...]} */
     int n_offload_names;
     hs_train_config train;
-    hs_shape input_shape; /* f32, or s32 token ids when input_ids > 0 */
+    hs_shape input_shape; /* dtype, or s32 token ids when input_ids > 0 */
+    hs_dtype dtype;       /* "dtype": F32, BF16 or F16 */
     int64_t input_ids;    /* "ids": ids are drawn in [0, input_ids) */
     int n_layers; /* after expansion; copies of a repeat share one block */
     const hs_block **layers;
@@ -159,6 +193,15 @@ struct hs_model_desc {
 bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
                          const hs_model_limits *limits, hs_arena *a,
                          hs_model_desc *out, hs_error *err);
+
+/* Parses the keys of a vision block (vision_desc.c): conv2d, pooling,
+ * batchnorm2d, flatten. */
+bool hs_vision_desc_parse(js_walker *w, const json_t *obj, hs_block *blk);
+/* Parses the attrs of a graph block's convolution, reduce-window and
+ * batch-norm-inference ops (vision_desc.c); at is the attrs object and
+ * the walker stands at it. */
+bool hs_vision_attrs_parse(js_walker *w, const json_t *at, hs_arena *a,
+                           hs_graph_op *g);
 
 /* Parses the graph-specific keys of block object obj (graph_desc.c). */
 bool hs_graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hloscope/hs_tensor.h"
+#include "numerics/element_types.h"
 
 /* ---- generator ---------------------------------------------------------- */
 
@@ -135,9 +136,30 @@ bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n,
                                        : hs_tensor_new(&ps[i].shape);
         if (!ps[i].value)
             return false;
-        ps[i].init = hs_tensor_f32(ps[i].value);
-        hs_model_fill_param(seed, &ps[i], ps[i].init);
+        if (ps[i].shape.dtype == HS_F32) {
+            ps[i].init = hs_tensor_f32(ps[i].value);
+            hs_model_fill_param(seed, &ps[i], ps[i].init);
+        } else if (!hs_fill_narrow(ps[i].value, seed, &ps[i])) {
+            return false;
+        }
     }
+    return true;
+}
+
+bool hs_fill_narrow(hs_tensor *t, uint64_t seed, const hs_model_param *p)
+{
+    /* A bf16/f16 model draws the f32 values an f32 model would and rounds
+     * them to nearest even, as module.to(torch.bfloat16) does. */
+    int64_t n = hs_shape_elements(&t->shape);
+    float *wide = malloc((size_t)(n > 0 ? n : 1) * sizeof *wide);
+    if (!wide)
+        return false;
+    if (p)
+        hs_model_fill_param(seed, p, wide);
+    else
+        hs_model_fill_uniform(seed, "input", -1, 1, wide, n);
+    elem_convert(HS_F32, t->shape.dtype, wide, t->data, n);
+    free(wide);
     return true;
 }
 

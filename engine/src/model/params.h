@@ -58,6 +58,9 @@ bool hs_stacks_materialize(hs_model_stack *stacks, int n_stacks);
  * false on host OOM. */
 bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n,
                            const hs_model_stack *stacks);
+/* Fills tensor t of a bf16 or f16 model with parameter p's f32 values
+ * (the input's when p is NULL) rounded to t's type. false on host OOM. */
+bool hs_fill_narrow(hs_tensor *t, uint64_t seed, const hs_model_param *p);
 /* Frees what hs_params_materialize made (views without their data). */
 void hs_params_release(hs_model_param *ps, int n);
 

@@ -19,6 +19,7 @@ void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params)
     t->b = b;
     t->params = params;
     t->max_elements = HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS;
+    t->dtype = HS_F32;
 }
 
 bool hs_trace_fits(hs_trace *t, const char *path, int rank,
@@ -98,7 +99,11 @@ static hs_instruction *request_param(hs_trace *t, const char *local,
     name[np + nl] = '\0';
     if (!hs_trace_fits(t, NULL, shape->rank, shape->dims))
         return NULL;
-    return t->params->get(t->params, t->b, name, shape, kind, bound, values);
+    hs_shape typed = *shape;
+    if (typed.dtype == HS_F32)
+        typed.dtype = t->dtype;
+    return t->params->get(t->params, t->b, name, &typed, kind, bound,
+                          values);
 }
 
 hs_instruction *hs_trace_param(hs_trace *t, const char *local,
@@ -310,21 +315,48 @@ static hs_instruction *trace_decoder(hs_trace *t, const hs_block *blk,
     return hs_b_binary(t->b, HS_OP_ADD, h, m);
 }
 
-static hs_instruction *trace_sequential(hs_trace *t, const hs_block *blk,
-                                        hs_instruction *x)
+/* Blocks in order, the i-th the submodule "<base><i>". */
+static hs_instruction *trace_list(hs_trace *t, const hs_block *const *blocks,
+                                  int n, const char *base, hs_instruction *x)
 {
-    for (int i = 0; i < blk->n_blocks && x; i++) {
-        char sub[24];
-        snprintf(sub, sizeof sub, "%d", i);
-        x = hs_trace_block(t, blk->blocks[i], sub, x);
+    for (int i = 0; i < n && x; i++) {
+        char sub[40];
+        snprintf(sub, sizeof sub, "%s%d", base, i);
+        x = hs_trace_block(t, blocks[i], sub, x);
     }
     return x;
+}
+
+/* act(blocks(x) + shortcut(x)): the blocks are submodules "0", "1", ...,
+ * the shortcut's "shortcut.0", ... (a ResNet block's downsample). */
+static hs_instruction *trace_residual(hs_trace *t, const hs_block *blk,
+                                      hs_instruction *x)
+{
+    hs_instruction *y = trace_list(t, blk->blocks, blk->n_blocks, "", x);
+    hs_instruction *s =
+        trace_list(t, blk->shortcut, blk->n_shortcut, "shortcut.", x);
+    if (y && s && !hs_shape_compatible(&y->shape, &s->shape)) {
+        char ys[128], ss[128];
+        hs_shape_print(&y->shape, false, ys, sizeof ys);
+        hs_shape_print(&s->shape, false, ss, sizeof ss);
+        return hs_trace_fail(t, blk->path, HS_ERR_SHAPE,
+                             "the residual's blocks give %s but its "
+                             "shortcut gives %s; they are added, so they "
+                             "must agree (a shortcut with a strided 1x1 "
+                             "conv2d matches a strided block)",
+                             ys, ss);
+    }
+    y = hs_b_binary(t->b, HS_OP_ADD, y, s);
+    return blk->activation == HS_BLOCK_RELU
+               ? hs_nn_activation(t->b, HS_BLOCK_RELU, y)
+               : y;
 }
 
 static bool is_composite(hs_block_type type)
 {
     return type == HS_BLOCK_MLP || type == HS_BLOCK_ATTENTION ||
-           type == HS_BLOCK_DECODER || type == HS_BLOCK_SEQUENTIAL;
+           type == HS_BLOCK_DECODER || type == HS_BLOCK_SEQUENTIAL ||
+           type == HS_BLOCK_RESIDUAL;
 }
 
 static hs_instruction *trace_body(hs_trace *t, const hs_block *blk,
@@ -343,8 +375,19 @@ static hs_instruction *trace_body(hs_trace *t, const hs_block *blk,
     case HS_BLOCK_MLP: return trace_mlp(t, blk, x);
     case HS_BLOCK_ATTENTION: return trace_attention(t, blk, x);
     case HS_BLOCK_DECODER: return trace_decoder(t, blk, x);
-    case HS_BLOCK_SEQUENTIAL: return trace_sequential(t, blk, x);
+    case HS_BLOCK_SEQUENTIAL:
+        return trace_list(t, blk->blocks, blk->n_blocks, "", x);
+    case HS_BLOCK_RESIDUAL: return trace_residual(t, blk, x);
     case HS_BLOCK_GRAPH: return hs_trace_graph(t, blk, x, false);
+    case HS_BLOCK_CONV2D:
+    case HS_BLOCK_BATCHNORM2D:
+    case HS_BLOCK_MAXPOOL2D:
+    case HS_BLOCK_AVGPOOL2D:
+    case HS_BLOCK_ADAPTIVE_AVGPOOL2D:
+    case HS_BLOCK_FLATTEN:
+    case HS_BLOCK_DROPOUT:
+    case HS_BLOCK_RELU6:
+    case HS_BLOCK_HARDSWISH: return hs_trace_vision(t, blk, x);
     case HS_BLOCK_COUNT: break;
     }
     return hs_trace_fail(t, blk->path, HS_ERR_INVALID, "unknown block type");

@@ -34,6 +34,9 @@ typedef struct hs_trace {
      * projections, attention scores, graph attrs) are checked before they
      * are built, so no shape arithmetic can overflow. */
     int64_t max_elements;
+    /* The model's "dtype": parameters, and every value the description
+     * calls f32 (graph constants, iotas, converts), are of this type. */
+    hs_dtype dtype;
 } hs_trace;
 
 void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
@@ -91,9 +94,18 @@ hs_instruction *hs_trace_param_values(hs_trace *t, const char *local,
                                       const hs_shape *shape,
                                       const float *values);
 
+/* Vision blocks (trace_vision.c): conv2d, batchnorm2d, pooling, flatten,
+ * dropout, relu6, hardswish, over NCHW inputs like torch.nn. */
+hs_instruction *hs_trace_vision(hs_trace *t, const hs_block *blk,
+                                hs_instruction *x);
+/* A graph block's convolution, reduce-window and batch-norm-inference
+ * ops (trace_vision.c). */
+hs_instruction *hs_trace_graph_vision(hs_trace *t, const hs_graph_op *g,
+                                      hs_instruction *const *a);
+
 /* ---- neural-network pieces (trace_ops.c), NULL-propagating ---- */
 
-/* A scalar f32 broadcast to shape s. */
+/* A scalar broadcast to shape s, of s's element type (v rounded to it). */
 hs_instruction *hs_nn_fill(hs_builder *b, float v, const hs_shape *s);
 /* x op y where y's shape lines up with x's trailing dimensions. */
 hs_instruction *hs_nn_binary_trailing(hs_builder *b, hs_opcode op,

@@ -115,15 +115,16 @@ static hs_instruction *trace_reduce(hs_trace *t, const hs_graph_op *g,
                                     hs_instruction *x)
 {
     hs_builder *b = t->b;
+    hs_shape scalar = hs_shape_scalar(x->shape.dtype);
     switch (g->reducer) {
     case HS_OP_ADD: return hs_b_reduce_sum(b, x, g->dims, g->n_dims);
     case HS_OP_MAXIMUM: return hs_b_reduce_max(b, x, g->dims, g->n_dims);
     case HS_OP_MINIMUM:
-        return hs_b_reduce(b, x, hs_b_const_f32(b, INFINITY), g->dims,
+        return hs_b_reduce(b, x, hs_nn_fill(b, INFINITY, &scalar), g->dims,
                            g->n_dims, HS_OP_MINIMUM);
     default:
-        return hs_b_reduce(b, x, hs_b_const_f32(b, 1.0f), g->dims, g->n_dims,
-                           HS_OP_MULTIPLY);
+        return hs_b_reduce(b, x, hs_nn_fill(b, 1.0f, &scalar), g->dims,
+                           g->n_dims, HS_OP_MULTIPLY);
     }
 }
 
@@ -160,7 +161,13 @@ static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
     case HS_OP_SELECT:
         return hs_b_select(b, a[0], a[1], a[2]);
     case HS_OP_CONVERT:
-        return hs_b_convert(b, a[0], g->dtype);
+        /* f32 in the description is the model's dtype. */
+        return hs_b_convert(b, a[0], g->dtype == HS_F32 ? t->dtype
+                                                         : g->dtype);
+    case HS_OP_CONVOLUTION:
+    case HS_OP_REDUCE_WINDOW:
+    case HS_OP_BATCH_NORM_INFERENCE:
+        return hs_trace_graph_vision(t, g, a);
     case HS_OP_BROADCAST: {
         hs_shape s = hs_shape_make(a[0]->shape.dtype, g->n_shape, g->shape);
         if (g->n_dims < 0)
@@ -190,12 +197,12 @@ static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
     case HS_OP_REDUCE:
         return trace_reduce(t, g, a[0]);
     case HS_OP_CONSTANT: {
-        hs_shape s = hs_shape_make(HS_F32, g->n_shape < 0 ? 0 : g->n_shape,
+        hs_shape s = hs_shape_make(t->dtype, g->n_shape < 0 ? 0 : g->n_shape,
                                    g->shape);
         return hs_nn_fill(b, (float)g->value, &s);
     }
     case HS_OP_IOTA: {
-        hs_shape s = hs_shape_make(HS_F32, g->n_shape, g->shape);
+        hs_shape s = hs_shape_make(t->dtype, g->n_shape, g->shape);
         if (g->dimension >= g->n_shape) {
             char p[300];
             snprintf(p, sizeof p, "%s/attrs/dimension", g->path);

@@ -8,6 +8,8 @@
 hs_instruction *hs_nn_fill(hs_builder *b, float v, const hs_shape *s)
 {
     hs_instruction *c = hs_b_const_f32(b, v);
+    if (c && s->dtype != HS_F32)
+        c = hs_b_convert(b, c, s->dtype); /* folded by the passes */
     if (!c || s->rank == 0)
         return c;
     return hs_b_broadcast(b, c, s, NULL, 0);
