@@ -33,17 +33,13 @@ def _load_factory(spec):
 
 def _cmd_export(a):
     import torch
-    if a.dtype != "f32":
-        raise SystemExit(f"hloscope export: --dtype {a.dtype}: the model format computes in "
-                         "f32 only for now (bf16 models are not exported "
-                         "yet)")
     shape = [int(d) for d in a.input.split(",")]
     torch.manual_seed(a.seed)
     module = _load_factory(a.factory)()
     x = torch.randint(0, a.ids, shape) if a.ids else torch.randn(*shape)
     try:
         model = export(module, x, loop="scan" if a.scan else "unrolled",
-                       name=a.name)
+                       name=a.name, dtype=a.dtype)
     except ExportError as e:
         print(f"hloscope export: {e}", file=sys.stderr)
         return 1
@@ -85,7 +81,7 @@ def main(argv=None):
     e.add_argument("--ids", type=int, metavar="N",
                    help="the input is token ids in [0, N) (for a model "
                    "that starts with an nn.Embedding)")
-    e.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    e.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"])
     e.add_argument("--scan", action="store_true",
                    help='"loop": "scan" (scan_layers calls become scans)')
     e.add_argument("--name")

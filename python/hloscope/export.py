@@ -428,15 +428,27 @@ class _Exporter:
         return L.blocks[0]
 
 
+_MODEL_DTYPES = ("f32", "bf16", "f16")
+
+
 def export(module, example_input, *, loop="unrolled", name=None,
-           seed=0, device=None, train=None, residuals=None):
+           seed=0, device=None, train=None, residuals=None, dtype="f32"):
     """The model JSON (a dict) of `module` applied to `example_input`.
 
     Parameters and buffers keep the module's state_dict names and op_names
     its module paths; scan_layers calls become repeats that hloscope
     traces as scans when loop="scan". The module is put in eval mode
-    (dropout is the identity). Raises ExportError listing every op it
-    cannot lower with its module path and count."""
+    (dropout is the identity). dtype="bf16" or "f16" runs the model at
+    that type, as module.to(torch.bfloat16) with a bf16 input would: the
+    parameters, buffers, input and activations (the module itself is
+    traced in f32). Raises ExportError listing every op it cannot lower
+    with its module path and count."""
+    if dtype not in _MODEL_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(_MODEL_DTYPES)}, "
+                         f"got {dtype!r}")
+    if dtype != "f32" and train:
+        raise ValueError(f"training a {dtype} model is not supported (the "
+                         "loss and optimizer are f32)")
     if loop not in ("unrolled", "scan"):
         raise ValueError(f'loop must be "unrolled" or "scan", got {loop!r}')
     if not isinstance(example_input, torch.Tensor):
@@ -448,10 +460,11 @@ def export(module, example_input, *, loop="unrolled", name=None,
         vocabs = [e.num_embeddings for e in module.modules()
                   if isinstance(e, torch.nn.Embedding)]
         ids = min(vocabs) if vocabs else int(example_input.max()) + 1
-    if example_input.dim() not in (2, 3):
+    if example_input.dim() not in (2, 3, 4):
         raise ExportError(
-            f"the model format takes a 2-D or 3-D input ([batch, features] "
-            f"or [batch, seq, features]), got {list(example_input.shape)}")
+            f"the model format takes a 2-D, 3-D or 4-D input ([batch, "
+            f"features], [batch, seq, features] or [batch, channels, "
+            f"height, width]), got {list(example_input.shape)}")
     was_training = module.training
     module.eval()
     try:
@@ -494,6 +507,8 @@ def export(module, example_input, *, loop="unrolled", name=None,
                        **({"ids": ids} if ids else {})},
              "layers": layers,
              "loop": loop}
+    if dtype != "f32":
+        model["dtype"] = dtype
     if device:
         model["device"] = device
     if train:

@@ -118,12 +118,16 @@ def _m_layernorm(L, node, m, args, kw):
 
 @_module(torch.nn.BatchNorm1d, torch.nn.BatchNorm2d)
 def _m_batchnorm(L, node, m, args, kw):
-    """Eval mode: (x - running_mean) * rsqrt(running_var + eps) * weight +
+    """Eval mode: one batch-norm-inference (ops_vision.py), or without an
+    affine weight (x - running_mean) * rsqrt(running_var + eps) * weight +
     bias over the channel axis 1, the statistics the module's own (its
     persistent buffers carry their values)."""
     if m.training or not m.track_running_stats:
         raise Unsupported("batch statistics (export needs eval mode with "
                           "running statistics)")
+    y = batch_norm_2d(L, node, m, args[0])
+    if y is not None:
+        return y
     blk, x = L.block, L.tensor(args[0])
     per_channel = tuple(m.num_features if i == 1 else 1
                         for i in range(len(x.shape)))
@@ -759,3 +763,7 @@ def _f_outer(L, node, a, kw):
 @_func("size", "dim", "getattr", "numel")
 def _f_meta(L, node, a, kw):
     return node.meta["hs_value"]  # a Python value on the example
+
+
+# The vision lowerings register themselves in the tables above.
+from .ops_vision import batch_norm_2d  # noqa: E402

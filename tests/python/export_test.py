@@ -246,6 +246,109 @@ def test_batchnorm_buffers_round_trip():
           "running_var dumped as it was")
 
 
+def _with_running_stats(m, shape, seed):
+    """Batch norms whose running statistics are not 0 and 1: a few
+    training-mode passes on shifted inputs, then eval."""
+    torch.manual_seed(seed)
+    m.train()
+    with torch.no_grad():
+        for _ in range(3):
+            m(torch.randn(*shape) * 2 + 0.5)
+    return m.eval()
+
+
+def _vision_f32(factory, tag, shape=(1, 3, 224, 224)):
+    """f32 export of a vision model against PyTorch eval: relative error
+    <= 1e-5 (forward_matches), with the state_dict names of the module."""
+    torch.manual_seed(21)
+    m = _with_running_stats(factory(), (2,) + tuple(shape[1:]), 22)
+    model, d = forward_matches(m, torch.randn(*shape), tag=tag)
+    names = {f[:-4] for f in os.listdir(os.path.join(d, "params"))}
+    want = {k for k in m.state_dict() if not k.endswith("tracked")}
+    check(names == want, f"{tag}: dumped names are the state_dict's "
+          f"(extra {sorted(names - want)[:5]}, missing "
+          f"{sorted(want - names)[:5]})")
+    ops = [o["op"] for blk in model["layers"] for o in blk.get("ops", [])]
+    check("convolution" in ops and "batch-norm-inference" in ops,
+          f"{tag}: lowered to convolution and batch-norm-inference")
+
+
+def _vision_bf16(factory, tag, shape=(1, 3, 224, 224)):
+    """export(..., dtype="bf16") against PyTorch's own bf16 forward
+    (module.to(torch.bfloat16) on the same bf16-exact weights and input)
+    and against f32. The bound is PyTorch's own bf16 error: e = |bf16
+    PyTorch - f32| (max over the output, relative to its scale). Two bf16
+    computations that round at different points each differ from f32 by
+    about e, so they differ from each other by at most about 2e; the test
+    allows 3e against PyTorch bf16 and 2e against f32."""
+    torch.manual_seed(23)
+    m = _with_running_stats(factory(), (2,) + tuple(shape[1:]), 24)
+    model = hloscope.export(m, torch.randn(*shape), dtype="bf16")
+    check(model.get("dtype") == "bf16", f"{tag}: the JSON says bf16")
+    d = run_dump(model, tag)
+    hloscope.load_dump(m, d)
+    m.eval()
+    xin = torch.from_numpy(np.load(os.path.join(d, "input.npy")))
+    check(torch.equal(xin, xin.to(torch.bfloat16).float()),
+          f"{tag}: the dumped input is bf16-exact")
+    with torch.no_grad():
+        f32 = m(xin).double().numpy()
+        b16 = m.to(torch.bfloat16)(xin.to(torch.bfloat16)).double().numpy()
+    got = np.load(os.path.join(d, "output.npy"))
+    e = rel_err(f32, b16)
+    e_b16, e_f32 = rel_err(b16, got), rel_err(f32, got)
+    print(f"{tag}: bf16 vs PyTorch bf16 {e_b16:.3g}, vs f32 {e_f32:.3g}; "
+          f"PyTorch's bf16 vs f32 {e:.3g}")
+    check(0 < e_b16 <= 3 * e, f"{tag}: bf16 error {e_b16} vs PyTorch bf16 "
+          f"above 3 x {e}")
+    check(e_f32 <= 2 * e, f"{tag}: bf16 error {e_f32} vs f32 above 2 x {e}")
+
+
+def test_resnet18_matches_pytorch():
+    import torchvision
+    _vision_f32(lambda: torchvision.models.resnet18(weights=None),
+                "resnet18")
+
+
+def test_mobilenet_v2_matches_pytorch():
+    import torchvision
+    _vision_f32(lambda: torchvision.models.mobilenet_v2(weights=None),
+                "mobilenet_v2")
+
+
+def test_small_cnn_matches_pytorch():
+    _vision_f32(models.SmallCNN, "small_cnn", (2, 3, 32, 32))
+    _vision_bf16(models.SmallCNN, "small_cnn_bf16", (2, 3, 32, 32))
+
+
+def test_vision_bf16_matches_pytorch_bf16():
+    import torchvision
+    _vision_bf16(lambda: torchvision.models.resnet18(weights=None),
+                 "resnet18_bf16")
+    _vision_bf16(lambda: torchvision.models.mobilenet_v2(weights=None),
+                 "mobilenet_v2_bf16")
+
+
+def test_cli_exports_bf16_vision():
+    """python3 -m hloscope export torchvision.models:resnet18 --input
+    1,3,64,64 --dtype bf16 writes a model hloscope runs at bf16."""
+    out = os.path.join(TMP, "cli_resnet.json")
+    env = dict(os.environ, PYTHONPATH=os.path.join(SRC, "python"))
+    r = subprocess.run([sys.executable, "-m", "hloscope", "export",
+                        "torchvision.models:resnet18", "--input",
+                        "1,3,64,64", "--dtype", "bf16", "-o", out],
+                       capture_output=True, text=True, env=env)
+    check(r.returncode == 0, r.stdout + r.stderr)
+    with open(out) as f:
+        model = json.load(f)
+    check(model["dtype"] == "bf16", "the CLI's JSON says bf16")
+    r = subprocess.run([BIN, "compile", out], capture_output=True,
+                       text=True)
+    check(r.returncode == 0, r.stderr)
+    check("bf16[1,3,64,64]" in r.stdout and "bf16[64,3,7,7]" in r.stdout,
+          "the input and conv1.weight are bf16 parameters")
+
+
 def test_unsupported_ops_are_listed():
     class Odd(nn.Module):
         def __init__(self):

@@ -238,3 +238,37 @@ class TinyLM(nn.Module):
         for layer in self.layers:
             x = layer(x)
         return self.lm_head(self.norm(x))
+
+
+class SmallCNN(nn.Module):
+    """A small CNN in plain PyTorch with what torchvision's models use: a
+    strided stem with batch norm and ReLU6, max pooling, a residual block
+    with an in-place add, a depthwise + pointwise pair with hardswish,
+    average pooling (count_include_pad=False), F.adaptive_avg_pool2d,
+    torch.flatten, Dropout and a Linear head."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, stride=2, padding=1,
+                                            bias=False),
+                                  nn.BatchNorm2d(16), nn.ReLU6(inplace=True))
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.conv1 = nn.Conv2d(16, 16, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(16)
+        self.dw = nn.Conv2d(16, 16, 3, padding=2, dilation=2, groups=16)
+        self.pw = nn.Conv2d(16, 24, 1)
+        self.act = nn.Hardswish()
+        self.avg = nn.AvgPool2d(3, stride=1, padding=1,
+                                count_include_pad=False)
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(24, classes)
+
+    def forward(self, x):
+        x = self.pool(self.stem(x))
+        identity = x
+        out = F.relu(self.bn1(self.conv1(x)))
+        out += identity
+        out = self.act(self.pw(self.dw(out)))
+        out = self.avg(out)
+        out = F.adaptive_avg_pool2d(out, (1, 1))
+        return self.fc(self.drop(torch.flatten(out, 1)))

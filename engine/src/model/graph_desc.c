@@ -390,6 +390,7 @@ static bool parse_attrs(js_walker *w, const json_t *op, hs_arena *a,
               js_check_keys(w, at, known);
     g->n_shape = g->n_dims = g->n_start = g->n_limit = g->n_stride = -1;
     g->n_lc = g->n_rc = g->n_lb = g->n_rb = -1;
+    g->opcode = r->opcode;
     if (ok) {
         switch (r->opcode) {
         case HS_OP_COMPARE:

@@ -117,7 +117,17 @@ static hs_instruction *trace_reduce(hs_trace *t, const hs_graph_op *g,
     hs_builder *b = t->b;
     hs_shape scalar = hs_shape_scalar(x->shape.dtype);
     switch (g->reducer) {
-    case HS_OP_ADD: return hs_b_reduce_sum(b, x, g->dims, g->n_dims);
+    case HS_OP_ADD:
+        if (x->shape.dtype == HS_BF16 || x->shape.dtype == HS_F16) {
+            /* A sum of a bf16/f16 model accumulates in f32 and rounds
+             * once, as PyTorch's reductions and XLA's (an f32 accumulator)
+             * do: rounding each partial sum to 8 bits would lose the
+             * small terms of a long sum. */
+            hs_instruction *s = hs_b_reduce_sum(
+                b, hs_b_convert(b, x, HS_F32), g->dims, g->n_dims);
+            return s ? hs_b_convert(b, s, x->shape.dtype) : NULL;
+        }
+        return hs_b_reduce_sum(b, x, g->dims, g->n_dims);
     case HS_OP_MAXIMUM: return hs_b_reduce_max(b, x, g->dims, g->n_dims);
     case HS_OP_MINIMUM:
         return hs_b_reduce(b, x, hs_nn_fill(b, INFINITY, &scalar), g->dims,

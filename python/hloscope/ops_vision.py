@@ -1,0 +1,269 @@
+"""The vision lowerings of hloscope.export (torchvision's ResNets and
+MobileNets): convolution, batch norm with running statistics, max,
+average and adaptive average pooling, ReLU6 / hardtanh, hardswish and
+hardsigmoid. Each becomes the graph op torch_xla lowers it to
+(`convolution` with dim_labels bf01_oi01->bf01, `batch-norm-inference`,
+`reduce-window`), so the HLO looks like torch_xla's; registered in ops.py's
+tables on import (ops.py imports this module last)."""
+import torch
+
+from .ops import Unsupported, _arg, _func, _module
+
+
+def _pair(v):
+    if isinstance(v, (list, tuple)):
+        if len(v) != 2:
+            raise Unsupported(f"a 2-D window given as {list(v)}")
+        return int(v[0]), int(v[1])
+    return int(v), int(v)
+
+
+def _nchw(x):
+    if len(x.shape) != 4:
+        raise Unsupported(f"a {len(x.shape)}-D input (the vision ops take "
+                          "NCHW, 4-D)")
+
+
+def _conv(L, node, x, w, b, stride, padding, dilation, groups):
+    x = L.tensor(x)
+    _nchw(x)
+    w = L.tensor(w)
+    if isinstance(padding, str):
+        if padding != "valid":
+            raise Unsupported(f"padding={padding!r} (give the sizes)")
+        padding = 0
+    ph, pw = _pair(padding)
+    attrs = {"window_strides": list(_pair(stride)),
+             "padding_low": [ph, pw], "padding_high": [ph, pw],
+             "rhs_dilation": list(_pair(dilation))}
+    if groups != 1:
+        attrs["feature_group_count"] = int(groups)
+    y = L.block.emit("convolution", [x, w], attrs, L.out_shape(node), x.dtype)
+    if b is not None:
+        c = y.shape[1]
+        y = L.block.binary("add", y, L.block.reshape(L.tensor(b),
+                                                     (1, c, 1, 1)))
+    return y
+
+
+@_module(torch.nn.Conv2d)
+def _m_conv2d(L, node, m, args, kw):
+    if m.padding_mode != "zeros":
+        raise Unsupported(f"padding_mode={m.padding_mode!r}")
+    w = L.module_state(node.target, "weight")
+    b = L.module_state(node.target, "bias") if m.bias is not None else None
+    return _conv(L, node, args[0], w, b, m.stride, m.padding, m.dilation,
+                 m.groups)
+
+
+@_func("conv2d")
+def _f_conv2d(L, node, a, kw):
+    return _conv(L, node, a[0], _arg(a, kw, 1, "weight"),
+                 _arg(a, kw, 2, "bias"), _arg(a, kw, 3, "stride", 1),
+                 _arg(a, kw, 4, "padding", 0), _arg(a, kw, 5, "dilation", 1),
+                 _arg(a, kw, 6, "groups", 1))
+
+
+def batch_norm_2d(L, node, m, x):
+    """Eval mode with running statistics as torch_xla lowers it: one
+    batch-norm-inference (feature_index 1) on the module's weight, bias,
+    running_mean and running_var; None when the module has no affine
+    weight (ops.py decomposes that case)."""
+    if not m.affine:
+        return None
+    x = L.tensor(x)
+    state = [L.module_state(node.target, n)
+             for n in ("weight", "bias", "running_mean", "running_var")]
+    return L.block.emit("batch-norm-inference", [x] + state,
+                        {"epsilon": float(m.eps), "feature_index": 1},
+                        x.shape, x.dtype)
+
+
+def _window(L, node, x, reducer, kernel, stride, padding, dilation=1):
+    x = L.tensor(x)
+    _nchw(x)
+    kh, kw = _pair(kernel)
+    sh, sw = _pair(stride if stride not in (None, [], ()) else kernel)
+    ph, pw = _pair(padding)
+    if _pair(dilation) != (1, 1):
+        raise Unsupported("a dilated pooling window")
+    attrs = {"window_dimensions": [1, 1, kh, kw],
+             "window_strides": [1, 1, sh, sw],
+             "padding_low": [0, 0, ph, pw], "padding_high": [0, 0, ph, pw],
+             "reducer": reducer}
+    return L.block.emit("reduce-window", [x], attrs, L.out_shape(node),
+                        x.dtype), attrs
+
+
+def _no_ceil(L, node, x, kernel, stride, padding, ceil_mode):
+    """ceil_mode is refused unless it changes nothing on this input."""
+    if not ceil_mode:
+        return
+    n = L.tensor(x).shape[2:]
+    k, s, p = _pair(kernel), _pair(stride or kernel), _pair(padding)
+    floor = [(n[d] + 2 * p[d] - k[d]) // s[d] + 1 for d in range(2)]
+    if list(L.out_shape(node)[2:]) != floor:
+        raise Unsupported("ceil_mode=True")
+
+
+def _max_pool(L, node, x, kernel, stride, padding, dilation, ceil_mode,
+              return_indices):
+    if return_indices:
+        raise Unsupported("return_indices=True")
+    _no_ceil(L, node, x, kernel, stride, padding, ceil_mode)
+    return _window(L, node, x, "max", kernel, stride, padding, dilation)[0]
+
+
+@_module(torch.nn.MaxPool2d)
+def _m_maxpool(L, node, m, args, kw):
+    return _max_pool(L, node, args[0], m.kernel_size, m.stride, m.padding,
+                     m.dilation, m.ceil_mode, m.return_indices)
+
+
+@_func("max_pool2d", "max_pool2d_with_indices")
+def _f_maxpool(L, node, a, kw):
+    return _max_pool(L, node, a[0], _arg(a, kw, 1, "kernel_size"),
+                     _arg(a, kw, 2, "stride"), _arg(a, kw, 3, "padding", 0),
+                     _arg(a, kw, 4, "dilation", 1),
+                     _arg(a, kw, 5, "ceil_mode", False),
+                     _arg(a, kw, 6, "return_indices", False))
+
+
+def _avg_pool(L, node, x, kernel, stride, padding, ceil_mode,
+              count_include_pad, divisor):
+    if divisor:
+        raise Unsupported("divisor_override")
+    _no_ceil(L, node, x, kernel, stride, padding, ceil_mode)
+    total, attrs = _window(L, node, x, "add", kernel, stride, padding)
+    kh, kw = _pair(kernel)
+    if count_include_pad or _pair(padding) == (0, 0):
+        return L.block.binary("divide", total, float(kh * kw))
+    # The number of elements of each window that are not padding: the
+    # same window summed over ones (a constant the compiler folds).
+    ones = L.block.const(1.0, L.tensor(x).shape)
+    count = L.block.emit("reduce-window", [ones], attrs, total.shape,
+                         total.dtype)
+    return L.block.binary("divide", total, count)
+
+
+@_module(torch.nn.AvgPool2d)
+def _m_avgpool(L, node, m, args, kw):
+    return _avg_pool(L, node, args[0], m.kernel_size, m.stride, m.padding,
+                     m.ceil_mode, m.count_include_pad, m.divisor_override)
+
+
+@_func("avg_pool2d")
+def _f_avgpool(L, node, a, kw):
+    return _avg_pool(L, node, a[0], _arg(a, kw, 1, "kernel_size"),
+                     _arg(a, kw, 2, "stride"), _arg(a, kw, 3, "padding", 0),
+                     _arg(a, kw, 4, "ceil_mode", False),
+                     _arg(a, kw, 5, "count_include_pad", True),
+                     _arg(a, kw, 6, "divisor_override"))
+
+
+def _adaptive_avg(L, node, x, size):
+    """Equal windows (the input a multiple of the output size); to 1x1 a
+    mean over height and width, as ResNet and MobileNet use it."""
+    x = L.tensor(x)
+    _nchw(x)
+    n, c, h, w = x.shape
+    oh, ow = L.out_shape(node)[2:]
+    if h % oh or w % ow:
+        raise Unsupported(f"adaptive average pooling of {h}x{w} to "
+                          f"{oh}x{ow} (unequal windows)")
+    if (oh, ow) == (1, 1):
+        s = L.block.reduce(x, [2, 3])
+        return L.block.reshape(L.block.binary("divide", s, float(h * w)),
+                               (n, c, 1, 1))
+    kh, kw = h // oh, w // ow
+    total, _ = _window(L, node, x, "add", (kh, kw), (kh, kw), 0)
+    return L.block.binary("divide", total, float(kh * kw))
+
+
+@_module(torch.nn.AdaptiveAvgPool2d)
+def _m_adaptive(L, node, m, args, kw):
+    return _adaptive_avg(L, node, args[0], m.output_size)
+
+
+@_func("adaptive_avg_pool2d")
+def _f_adaptive(L, node, a, kw):
+    return _adaptive_avg(L, node, a[0], _arg(a, kw, 1, "output_size"))
+
+
+def _clamp(L, x, lo, hi):
+    x = L.tensor(x)
+    if lo is not None:
+        x = L.block.binary("maximum", x, float(lo))
+    if hi is not None:
+        x = L.block.binary("minimum", x, float(hi))
+    return x
+
+
+@_module(torch.nn.ReLU6, torch.nn.Hardtanh)
+def _m_hardtanh(L, node, m, args, kw):
+    return _clamp(L, args[0], m.min_val, m.max_val)
+
+
+@_func("relu6")
+def _f_relu6(L, node, a, kw):
+    return _clamp(L, a[0], 0.0, 6.0)
+
+
+@_func("hardtanh")
+def _f_hardtanh(L, node, a, kw):
+    return _clamp(L, a[0], _arg(a, kw, 1, "min_val", -1.0),
+                  _arg(a, kw, 2, "max_val", 1.0))
+
+
+@_func("clamp", "clip", "clamp_")
+def _f_clamp(L, node, a, kw):
+    lo, hi = _arg(a, kw, 1, "min"), _arg(a, kw, 2, "max")
+    if isinstance(lo, torch.Tensor) or isinstance(hi, torch.Tensor):
+        raise Unsupported("clamp with tensor bounds")
+    return _clamp(L, a[0], lo, hi)
+
+
+def _hardswish(L, x):
+    """x * relu6(x + 3) / 6 in PyTorch's order of operations."""
+    x = L.tensor(x)
+    r = _clamp(L, L.block.binary("add", x, 3.0), 0.0, 6.0)
+    return L.block.binary("divide", L.block.binary("multiply", x, r), 6.0)
+
+
+def _hardsigmoid(L, x):
+    x = L.tensor(x)
+    r = _clamp(L, L.block.binary("add", x, 3.0), 0.0, 6.0)
+    return L.block.binary("divide", r, 6.0)
+
+
+@_module(torch.nn.Hardswish)
+def _m_hardswish(L, node, m, args, kw):
+    return _hardswish(L, args[0])
+
+
+@_func("hardswish")
+def _f_hardswish(L, node, a, kw):
+    return _hardswish(L, a[0])
+
+
+@_module(torch.nn.Hardsigmoid)
+def _m_hardsigmoid(L, node, m, args, kw):
+    return _hardsigmoid(L, args[0])
+
+
+@_func("hardsigmoid")
+def _f_hardsigmoid(L, node, a, kw):
+    return _hardsigmoid(L, a[0])
+
+
+@_module(torch.nn.Flatten)
+def _m_flatten(L, node, m, args, kw):
+    return L.block.reshape(L.tensor(args[0]), L.out_shape(node))
+
+
+@_module(torch.nn.Dropout2d)
+def _m_dropout2d(L, node, m, args, kw):
+    if m.training and m.p > 0:
+        raise Unsupported("dropout in training mode")
+    return L.tensor(args[0])
+
