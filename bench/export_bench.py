@@ -1,10 +1,15 @@
-"""Export time of a 32-layer decoder (tests/python/models.py: FxDecoder,
+"""Export time of torchvision's resnet18 and mobilenet_v2 (1x3x224x224,
+f32 and bf16) with hloscope's run time of each export on the emulated
+device (`hloscope run`: the process's wall clock and the host time of its
+execute step) and PyTorch's eager forward of the same model for scale;
+then of a 32-layer decoder (tests/python/models.py: FxDecoder,
 which torch.fx traces symbolically, and the Llama-style decoder, which
 needs the concrete trace), beside torch.fx.symbolic_trace and
 torch.jit.trace of the same module in the same run, and hloscope's compile
 time of each export (`hloscope compile`, wall clock of the process).
 
 usage: /usr/bin/python3 bench/export_bench.py [build/hloscope] [--repeats N]
+       [--vision-only]
 """
 import argparse
 import warnings
@@ -40,6 +45,56 @@ def fmt(s):
     return f"{s * 1e3:8.1f} ms"
 
 
+def run_wall(bin_, path, repeats):
+    """Median wall clock of `hloscope run` and of its execute step."""
+    walls, execs = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        r = subprocess.run([bin_, "run", path], check=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           universal_newlines=True)
+        walls.append(time.perf_counter() - t0)
+        line = [ln for ln in r.stdout.splitlines()
+                if ln.startswith("execute:")][0]
+        execs.append(float(line.split(",")[1].split()[0]) / 1e3)
+    return statistics.median(walls), statistics.median(execs)
+
+
+def vision(a, tmp):
+    import torchvision
+    x = torch.randn(1, 3, 224, 224)
+    print(f"vision: input {list(x.shape)}, median of {a.repeats} runs, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"{'model':22} {'hloscope.export':>12} {'fx.symbolic_trace':>18} "
+          f"{'hloscope compile':>17} {'hloscope run':>13} "
+          f"{'(execute)':>10} {'torch eager':>12}")
+    for name in ("resnet18", "mobilenet_v2"):
+        m = getattr(torchvision.models, name)(weights=None).eval()
+        for dtype in ("f32", "bf16"):
+            model, med, _ = timed(lambda: hloscope.export(m, x, dtype=dtype),
+                                  a.repeats)
+            _, fx, _ = timed(lambda: torch.fx.symbolic_trace(m), a.repeats)
+            path = os.path.join(tmp, f"{name}_{dtype}.json")
+            with open(path, "w") as f:
+                json.dump(model, f)
+            ts = []
+            for _ in range(a.repeats):
+                t0 = time.perf_counter()
+                subprocess.run([a.bin, "compile", path], check=True,
+                               stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+                ts.append(time.perf_counter() - t0)
+            wall, ex = run_wall(a.bin, path, a.repeats)
+            mm = m if dtype == "f32" else m.to(torch.bfloat16)
+            xx = x if dtype == "f32" else x.to(torch.bfloat16)
+            with torch.no_grad():
+                _, eager, _ = timed(lambda: mm(xx), a.repeats)
+            m.float()
+            print(f"{name + ' ' + dtype:22} {fmt(med):>12} {fmt(fx):>18} "
+                  f"{fmt(statistics.median(ts)):>17} {fmt(wall):>13} "
+                  f"{fmt(ex):>10} {fmt(eager):>12}")
+
+
 def main():
     warnings.simplefilter("ignore")  # jit.trace warns about the structure check
     ap = argparse.ArgumentParser()
@@ -47,8 +102,12 @@ def main():
                                                            "build",
                                                            "hloscope"))
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--vision-only", action="store_true")
     a = ap.parse_args()
     torch.manual_seed(0)
+    vision(a, tempfile.mkdtemp(prefix="hs-export-bench-"))
+    if a.vision_only:
+        return
     x = torch.randn(1, 128, 256)
     cases = [
         ("fx-decoder 32x256", models.FxDecoder(256, 8, 32), "unrolled"),

@@ -230,6 +230,45 @@ CASES = {
 }
 
 
+# Descriptions the loader refuses, the JSON path its error names and a
+# piece of its message.
+ERRORS = [
+    (model([{"type": "conv2d", "out_channels": 4, "kernel_size": 3}],
+           (2, 8)), "/layers/0", "needs a 4-D input"),
+    (model([{"type": "conv2d", "out_channels": 6, "kernel_size": 3,
+             "groups": 4}]), "/layers/0/groups", "must divide"),
+    (model([{"type": "conv2d", "out_channels": 4, "kernel_size": 5,
+             "dilation": 4}]), "/layers/0/kernel_size", "does not fit"),
+    (model([{"type": "maxpool2d", "kernel_size": 2, "padding": 2}]),
+     "/layers/0/padding", "at most half"),
+    (model([{"type": "adaptive_avgpool2d", "output_size": 5}]),
+     "/layers/0/output_size", "multiples"),
+    (model([{"type": "conv2d", "out_channels": 4, "kernel_size": [3, 3, 3]}]),
+     "/layers/0/kernel_size", "[height, width]"),
+    (model([{"type": "conv2d", "out_channel": 4, "kernel_size": 3}]),
+     "/layers/0/out_channel", "did you mean 'out_channels'"),
+    (model([{"type": "residual", "blocks": [
+        {"type": "conv2d", "out_channels": 4, "kernel_size": 1,
+         "stride": 2}]}]), "/layers/0", "shortcut gives"),
+    (dict(model([{"type": "relu6"}]), dtype="bf8"), "/dtype", "bf16"),
+]
+
+
+def check_errors(hloscope, tmp):
+    failed = 0
+    for k, (desc, path, piece) in enumerate(ERRORS):
+        f = os.path.join(tmp, "error%d.json" % k)
+        with open(f, "w") as out:
+            json.dump(desc, out)
+        p = subprocess.run([hloscope, "compile", f], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+        msg = p.stderr.strip()
+        ok = p.returncode != 0 and (": %s: " % path) in msg and piece in msg
+        print("  error %-24s %s" % (path, "ok" if ok else "WRONG: " + msg))
+        failed += not ok
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hloscope", required=True)
@@ -250,8 +289,11 @@ def main():
             if why:
                 print("FAIL %s: %s" % (name, why))
                 failed.append(name)
-    print("%d of %d cases pass" % (len(cases) - len(failed), len(cases)))
-    return 1 if failed else 0
+        n_errors = check_errors(args.hloscope, tmp)
+    print("%d of %d cases pass, %d of %d refusals name their path"
+          % (len(cases) - len(failed), len(cases),
+             len(ERRORS) - n_errors, len(ERRORS)))
+    return 1 if failed or n_errors else 0
 
 
 if __name__ == "__main__":
