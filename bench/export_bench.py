@@ -45,6 +45,19 @@ def fmt(s):
     return f"{s * 1e3:8.1f} ms"
 
 
+def compile_time(bin_, model, path, repeats):
+    """Writes model to path; the median wall clock of `hloscope compile`."""
+    with open(path, "w") as f:
+        json.dump(model, f)
+    ts = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run([bin_, "compile", path], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts)
+
+
 def run_wall(bin_, path, repeats):
     """Median wall clock of `hloscope run` and of its execute step."""
     walls, execs = [], []
@@ -75,15 +88,7 @@ def vision(a, tmp):
                                   a.repeats)
             _, fx, _ = timed(lambda: torch.fx.symbolic_trace(m), a.repeats)
             path = os.path.join(tmp, f"{name}_{dtype}.json")
-            with open(path, "w") as f:
-                json.dump(model, f)
-            ts = []
-            for _ in range(a.repeats):
-                t0 = time.perf_counter()
-                subprocess.run([a.bin, "compile", path], check=True,
-                               stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-                ts.append(time.perf_counter() - t0)
+            comp = compile_time(a.bin, model, path, a.repeats)
             wall, ex = run_wall(a.bin, path, a.repeats)
             mm = m if dtype == "f32" else m.to(torch.bfloat16)
             xx = x if dtype == "f32" else x.to(torch.bfloat16)
@@ -91,7 +96,7 @@ def vision(a, tmp):
                 _, eager, _ = timed(lambda: mm(xx), a.repeats)
             m.float()
             print(f"{name + ' ' + dtype:22} {fmt(med):>12} {fmt(fx):>18} "
-                  f"{fmt(statistics.median(ts)):>17} {fmt(wall):>13} "
+                  f"{fmt(comp):>17} {fmt(wall):>13} "
                   f"{fmt(ex):>10} {fmt(eager):>12}")
 
 
@@ -136,20 +141,13 @@ def main():
             except Exception as e:  # a trace that cannot handle the module
                 cols.append(f"{'fails: ' + type(e).__name__:>22}")
         path = os.path.join(tmp, name.replace(" ", "_") + ".json")
-        with open(path, "w") as f:
-            json.dump(model, f)
-        ts = []
-        for _ in range(a.repeats):
-            t0 = time.perf_counter()
-            subprocess.run([a.bin, "compile", path], check=True,
-                           stdout=subprocess.DEVNULL)
-            ts.append(time.perf_counter() - t0)
+        comp = compile_time(a.bin, model, path, a.repeats)
         ops = sum(len(b.get("ops", b.get("block", {}).get("ops", [])))
                   for b in model["layers"])
         how = "concrete" if "concrete" in model["description"] else \
             "symbolic"
         print(f"{name:32} {cols[0]:>22} {cols[1]:>22} {cols[2]:>22} "
-              f"{fmt(statistics.median(ts)):>18} {ops:5d}  {how}")
+              f"{fmt(comp):>18} {ops:5d}  {how}")
 
 
 if __name__ == "__main__":

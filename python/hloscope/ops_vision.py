@@ -236,24 +236,14 @@ def _hardsigmoid(L, x):
     return L.block.binary("divide", r, 6.0)
 
 
-@_module(torch.nn.Hardswish)
-def _m_hardswish(L, node, m, args, kw):
-    return _hardswish(L, args[0])
+def _activation(cls, name, fn):
+    """Files fn(L, x) under module class cls and function name."""
+    _module(cls)(lambda L, node, m, args, kw: fn(L, args[0]))
+    _func(name)(lambda L, node, a, kw: fn(L, a[0]))
 
 
-@_func("hardswish")
-def _f_hardswish(L, node, a, kw):
-    return _hardswish(L, a[0])
-
-
-@_module(torch.nn.Hardsigmoid)
-def _m_hardsigmoid(L, node, m, args, kw):
-    return _hardsigmoid(L, args[0])
-
-
-@_func("hardsigmoid")
-def _f_hardsigmoid(L, node, a, kw):
-    return _hardsigmoid(L, a[0])
+_activation(torch.nn.Hardswish, "hardswish", _hardswish)
+_activation(torch.nn.Hardsigmoid, "hardsigmoid", _hardsigmoid)
 
 
 @_module(torch.nn.Flatten)

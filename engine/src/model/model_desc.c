@@ -24,6 +24,11 @@ bool hs_block_is_activation(hs_block_type t)
            t == HS_BLOCK_TANH || t == HS_BLOCK_SIGMOID;
 }
 
+bool hs_block_is_vision(hs_block_type t)
+{
+    return t >= HS_BLOCK_CONV2D && t <= HS_BLOCK_HARDSWISH;
+}
+
 /* State shared by the recursive block parser. */
 typedef struct desc_parser {
     js_walker w;
@@ -207,16 +212,10 @@ static bool parse_block_fields(desc_parser *p, const json_t *obj,
         return true;
     case HS_BLOCK_GRAPH:
         return hs_graph_desc_parse(w, obj, p->a, p->limits, blk);
-    case HS_BLOCK_CONV2D:
-    case HS_BLOCK_BATCHNORM2D:
-    case HS_BLOCK_MAXPOOL2D:
-    case HS_BLOCK_AVGPOOL2D:
-    case HS_BLOCK_ADAPTIVE_AVGPOOL2D:
-    case HS_BLOCK_FLATTEN:
-    case HS_BLOCK_DROPOUT:
-        return hs_vision_desc_parse(w, obj, blk);
     default:
-        return true;
+        return hs_block_is_vision(blk->type)
+                   ? hs_vision_desc_parse(w, obj, blk)
+                   : true;
     }
 }
 

@@ -31,6 +31,7 @@
     X(DECODER, "decoder")       \
     X(SEQUENTIAL, "sequential") \
     X(GRAPH, "graph")           \
+    /* conv2d .. hardswish: the vision blocks (hs_block_is_vision) */ \
     X(CONV2D, "conv2d")         \
     X(BATCHNORM2D, "batchnorm2d") \
     X(MAXPOOL2D, "maxpool2d")   \
@@ -55,6 +56,9 @@ int64_t hs_mul_capped(int64_t a, int64_t b, int64_t cap);
 
 const char *hs_block_type_name(hs_block_type t);
 bool hs_block_is_activation(hs_block_type t);
+/* conv2d, batchnorm2d, the pooling blocks, flatten, dropout, relu6 and
+ * hardswish: the blocks of vision_desc.c and trace_vision.c. */
+bool hs_block_is_vision(hs_block_type t);
 
 /* ---- graph blocks ---- */
 

@@ -379,16 +379,10 @@ static hs_instruction *trace_body(hs_trace *t, const hs_block *blk,
         return trace_list(t, blk->blocks, blk->n_blocks, "", x);
     case HS_BLOCK_RESIDUAL: return trace_residual(t, blk, x);
     case HS_BLOCK_GRAPH: return hs_trace_graph(t, blk, x, false);
-    case HS_BLOCK_CONV2D:
-    case HS_BLOCK_BATCHNORM2D:
-    case HS_BLOCK_MAXPOOL2D:
-    case HS_BLOCK_AVGPOOL2D:
-    case HS_BLOCK_ADAPTIVE_AVGPOOL2D:
-    case HS_BLOCK_FLATTEN:
-    case HS_BLOCK_DROPOUT:
-    case HS_BLOCK_RELU6:
-    case HS_BLOCK_HARDSWISH: return hs_trace_vision(t, blk, x);
-    case HS_BLOCK_COUNT: break;
+    default:
+        if (hs_block_is_vision(blk->type))
+            return hs_trace_vision(t, blk, x);
+        break;
     }
     return hs_trace_fail(t, blk->path, HS_ERR_INVALID, "unknown block type");
 }
