@@ -19,6 +19,7 @@ hs_instruction *hs_b_generic(hs_builder *b, hs_opcode op,
             return NULL;
     hs_instruction p;
     hs__b_proto(&p, op, (hs_instruction **)xs, n);
+    p.name = hs_opcode_name(op); /* shape errors name the op */
     p.extra = (hs_attr *)attrs;
     p.n_extra = n_attrs;
     p.called = (hs_computation **)called;
