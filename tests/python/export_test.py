@@ -27,6 +27,8 @@ import hloscope  # noqa: E402
 import models  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="hloscope-py-")
+# vit_b_16's image size in its test (torchvision's default is 224).
+VIT_SIZE = 224
 
 
 class Fail(Exception):
@@ -327,6 +329,22 @@ def test_vision_bf16_matches_pytorch_bf16():
                  "resnet18_bf16")
     _vision_bf16(lambda: torchvision.models.mobilenet_v2(weights=None),
                  "mobilenet_v2_bf16")
+
+
+def test_vit_b_16_matches_pytorch():
+    """torchvision's vit_b_16 (the 16x16 patch convolution, the class
+    token's cat, the position embedding, twelve nn.MultiheadAttention
+    encoder layers, the head) against PyTorch eval within 1e-5. Its head
+    is zeros as torchvision initialises it; a random one makes the
+    comparison mean something."""
+    import torchvision
+    torch.manual_seed(25)
+    m = torchvision.models.vit_b_16(weights=None, image_size=VIT_SIZE)
+    torch.nn.init.normal_(m.heads.head.weight, std=0.02)
+    model, _ = forward_matches(m, torch.randn(1, 3, VIT_SIZE, VIT_SIZE),
+                               tag="vit_b_16")
+    ops = [o["op"] for blk in model["layers"] for o in blk.get("ops", [])]
+    check(ops.count("convolution") == 1, "one patch convolution")
 
 
 def test_cli_exports_bf16_vision():
