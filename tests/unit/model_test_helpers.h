@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hloscope/hs_device.h"
 #include "hloscope/hs_model.h"
 
 /* Loads json with options o (may be NULL); fails the test, printing the
@@ -39,6 +40,29 @@ static inline hs_error model_load_fails(const char *json,
     assert_int_not_equal(err.status, HS_OK);
     assert_true(err.message[0] != '\0');
     return err;
+}
+
+/* Runs m on its device and returns its single output (caller frees). */
+static inline hs_tensor *model_run(const hs_model *m)
+{
+    hs_tensor *args[64];
+    int n = hs_model_args(m, args, 64);
+    assert_true(n > 0);
+    hs_tensor **outs = NULL;
+    int n_outs = 0;
+    hs_run_stats st;
+    hs_error err;
+    const hs_device_spec *spec = hs_device_find(m->device);
+    assert_non_null(spec);
+    hs_status s = hs_device_run(m->module, spec, args, n, &outs, &n_outs,
+                                &st, &err);
+    if (s != HS_OK)
+        fail_msg("run: %s", err.message);
+    assert_int_equal(n_outs, 1);
+    hs_tensor *y = outs[0];
+    outs[0] = NULL;
+    hs_tensors_free(outs, n_outs);
+    return y;
 }
 
 #endif

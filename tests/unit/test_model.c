@@ -597,29 +597,6 @@ static void examples_load(void **state)
 
 /* ---- numerics on the device interpreter ------------------------------------ */
 
-/* Runs m on its device and returns its single output (caller frees). */
-static hs_tensor *run_model(const hs_model *m)
-{
-    hs_tensor *args[64];
-    int n = hs_model_args(m, args, 64);
-    assert_true(n > 0);
-    hs_tensor **outs = NULL;
-    int n_outs = 0;
-    hs_run_stats st;
-    hs_error err;
-    const hs_device_spec *spec = hs_device_find(m->device);
-    assert_non_null(spec);
-    hs_status s = hs_device_run(m->module, spec, args, n, &outs, &n_outs,
-                                &st, &err);
-    if (s != HS_OK)
-        fail_msg("run: %s", err.message);
-    assert_int_equal(n_outs, 1);
-    hs_tensor *y = outs[0];
-    outs[0] = NULL;
-    hs_tensors_free(outs, n_outs);
-    return y;
-}
-
 static void expect_close(const float *got, const double *want, int64_t n,
                          double tol)
 {
@@ -645,7 +622,7 @@ static void linear_computes_x_wt_plus_b(void **state)
                 acc += (double)x[i * 6 + k] * w[o * 6 + k];
             want[i * 4 + o] = 0.5 * acc * (1 + erf(acc / sqrt(2.0)));
         }
-    hs_tensor *y = run_model(m);
+    hs_tensor *y = model_run(m);
     expect_close(hs_tensor_f32(y), want, 12, 1e-5);
     hs_tensor_free(y);
     hs_model_free(m);
@@ -685,7 +662,7 @@ static void norms_and_softmax_match_torch_formulas(void **state)
                     : kind == 1 ? v[k] / sqrt(sq + 1e-6)
                                 : exp(v[k] - mx) / se;
         }
-        hs_tensor *y = run_model(m);
+        hs_tensor *y = model_run(m);
         expect_close(hs_tensor_f32(y), want, 30, 1e-5);
         hs_tensor_free(y);
         hs_model_free(m);
@@ -734,7 +711,7 @@ static void attention_matches_reference(void **state)
                 acc += ctx[s][k] * m->params[3].init[o * F + k];
             want[s * F + o] = acc;
         }
-    hs_tensor *y = run_model(m);
+    hs_tensor *y = model_run(m);
     expect_close(hs_tensor_f32(y), want, S * F, 1e-5);
     hs_tensor_free(y);
     hs_model_free(m);
@@ -752,7 +729,7 @@ static void examples_run_forward(void **state)
         hs_error err;
         hs_model *m = hs_model_load_file(path, NULL, &err);
         assert_non_null(m);
-        hs_tensor *y = run_model(m);
+        hs_tensor *y = model_run(m);
         for (int64_t k = 0; k < hs_tensor_elements(y); k++)
             assert_true(isfinite(hs_tensor_f32(y)[k]));
         hs_tensor_free(y);

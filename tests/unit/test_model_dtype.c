@@ -11,30 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hloscope/hs_device.h"
 #include "hloscope/hs_model.h"
 #include "model_test_helpers.h"
 #include "numerics/element_types.h"
-
-static hs_tensor *run(const hs_model *m)
-{
-    hs_tensor *args[64];
-    int n = hs_model_args(m, args, 64);
-    assert_true(n > 0);
-    hs_tensor **outs = NULL;
-    int n_outs = 0;
-    hs_run_stats st;
-    hs_error err;
-    hs_status s = hs_device_run(m->module, hs_device_find(m->device), args,
-                                n, &outs, &n_outs, &st, &err);
-    if (s != HS_OK)
-        fail_msg("run: %s", err.message);
-    assert_int_equal(n_outs, 1);
-    hs_tensor *y = outs[0];
-    outs[0] = NULL;
-    hs_tensors_free(outs, n_outs);
-    return y;
-}
 
 /* The same description with "dtype" set (or not, when dtype is NULL). */
 static hs_model *load_as(const char *body, const char *dtype)
@@ -87,7 +66,7 @@ static void scanned_bf16_decoder_is_bit_identical(void **state)
     snprintf(json, sizeof json, "{\"dtype\": \"bf16\", %s}", k_decoder);
     hs_model *s = model_load_ok(json, &o);
     assert_int_equal(s->n_stacks, 9);
-    hs_tensor *yu = run(u), *ys = run(s);
+    hs_tensor *yu = model_run(u), *ys = model_run(s);
     assert_int_equal(yu->shape.dtype, HS_BF16);
     int64_t n = hs_tensor_elements(yu);
     assert_memory_equal(yu->data, ys->data, (size_t)n * 2);
@@ -141,7 +120,7 @@ static void conv_and_batch_norm_compute_in_f32(void **state)
     const hs_computation *c = m->module->comps[m->module->n_comps - 1];
     assert_int_equal(c->root->opcode, HS_OP_REDUCE_WINDOW);
     assert_int_equal(c->root->shape.dtype, HS_BF16);
-    hs_tensor *y = run(m);
+    hs_tensor *y = model_run(m);
     assert_int_equal(y->shape.dtype, HS_BF16);
     hs_tensor_free(y);
     hs_model_free(m);
