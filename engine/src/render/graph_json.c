@@ -65,6 +65,11 @@ static json_t *node_json(const hs_view *v, const hs_vnode *n)
         bad |= put(j, "op_name", jtext(n->layer, 0));
     }
     bad |= put(j, "bytes", json_integer(n->bytes));
+    bad |= put(j, "per_device_bytes", n->sharded
+                                          ? json_integer(n->per_device_bytes)
+                                          : json_null());
+    bad |= put(j, "global_bytes", n->sharded ? json_integer(n->global_bytes)
+                                             : json_null());
     bad |= put(j, "layer", n->layer ? jtext(n->layer, n->layer_len)
                                     : json_null());
     bad |= put(j, "computation", jtext(n->comp->name, 0));

@@ -170,6 +170,15 @@ static const char *opcode_text(const hs_instruction *i)
     return hs_opcode_name(i->opcode);
 }
 
+/* "per device 2.00 MiB of 16.00 MiB" for a sharded node. */
+static void per_device_text(const hs_vnode *n, char *buf, size_t size)
+{
+    char local[32], global[32];
+    hs__format_bytes(local, sizeof local, (double)n->per_device_bytes);
+    hs__format_bytes(global, sizeof global, (double)n->global_bytes);
+    snprintf(buf, size, "per device %s of %s", local, global);
+}
+
 static void instruction_label(hs_buf *b, const hs_vnode *n)
 {
     const hs_instruction *i = n->instr;
@@ -193,6 +202,10 @@ static void instruction_label(hs_buf *b, const hs_vnode *n)
         line(b, &first, text);
     hs__shape_text(&i->shape, text, 96);
     line(b, &first, text);
+    if (n->sharded) {
+        per_device_text(n, text, sizeof text);
+        line(b, &first, text);
+    }
 }
 
 void hs__node_label(hs_buf *b, const hs_view *v, const hs_vnode *n)
@@ -237,6 +250,10 @@ void hs__node_tooltip(hs_buf *b, const hs_view *v, const hs_vnode *n)
         hs__buf_free(&t);
         snprintf(text, sizeof text, "%s (%" PRId64 ")", bytes, n->bytes);
         tip(b, &first, "output bytes: ", text);
+        if (n->sharded) {
+            per_device_text(n, text, sizeof text);
+            tip(b, &first, "sharded: ", text);
+        }
         tip(b, &first, "computation: ", n->comp->name);
         tip(b, &first, "open it with expand=", n->layer);
         return;
@@ -249,6 +266,11 @@ void hs__node_tooltip(hs_buf *b, const hs_view *v, const hs_vnode *n)
     tip(b, &first, "shape: ", text);
     snprintf(text, sizeof text, "%s (%" PRId64 ")", bytes, n->bytes);
     tip(b, &first, "bytes: ", text);
+    if (n->sharded) {
+        per_device_text(n, text, sizeof text);
+        tip(b, &first, "sharding: ", i->sharding);
+        tip(b, &first, "", text);
+    }
     tip(b, &first, "op_name: ", i->op_name);
     tip(b, &first, "op_type: ", i->op_type);
     tip(b, &first, "frontend_attributes: ", i->frontend_attributes);

@@ -106,6 +106,11 @@ typedef struct hs_vnode {
     int cluster;                  /* -1: top level */
     int collapsed_count;          /* 0 for an instruction node */
     int64_t bytes;
+    /* sharded: something in the node carries a sharding (hs_sharding.h);
+     * then what one device holds of its outputs and their global size,
+     * its unsharded instructions counted whole in both. */
+    bool sharded;
+    int64_t per_device_bytes, global_bytes;
     bool is_root;
 } hs_vnode;
 
@@ -133,6 +138,7 @@ typedef struct hs_view {
     const hs_module *module;
     const hs_computation *top;
     const char *title;
+    bool partitioned; /* hs_module_is_partitioned: shapes are per-device */
     int n_nodes, cap_nodes;
     hs_vnode *nodes;
     int n_edges, cap_edges;

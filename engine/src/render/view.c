@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hloscope/hs_sharding.h"
 #include "render/render_internal.h"
 
 /* ---- a set of indices with caller-defined hashing ---------------------- */
@@ -188,6 +189,27 @@ static int node_of(const builder *b, const hs_instruction *i)
     return b->node_of[i->id];
 }
 
+/* Adds i's output bytes to node n, and what one device holds of them when
+ * i carries a sharding. An annotation that does not fit its shape is
+ * drawn as none: the graph shows the module as written, and the sharding
+ * what-if reports the error. */
+static void count_bytes(const hs_view *v, hs_vnode *n, const hs_instruction *i)
+{
+    int64_t bytes = hs_shape_total_bytes(&i->shape);
+    int64_t local = bytes, global = bytes;
+    hs_shape dev, whole;
+    if (i->sharding &&
+        hs_instruction_sharded_shapes(i, v->partitioned, v->arena, &dev,
+                                      &whole, NULL) == HS_OK) {
+        local = hs_shape_total_bytes(&dev);
+        global = hs_shape_total_bytes(&whole);
+        n->sharded = true;
+    }
+    n->bytes = hs_sat_add(n->bytes, bytes);
+    n->per_device_bytes = hs_sat_add(n->per_device_bytes, local);
+    n->global_bytes = hs_sat_add(n->global_bytes, global);
+}
+
 /* ---- groups: one node per closed group ----------------------------------- */
 
 /* The node standing for closed group g (found, or created). -1 on error. */
@@ -299,7 +321,7 @@ static hs_status visit(builder *b, int ci, int cluster)
                 return b->over_budget ? HS_ERR_LIMIT : HS_ERR_NOMEM;
             hs_vnode *n = &v->nodes[g];
             n->collapsed_count++;
-            n->bytes += hs_shape_total_bytes(&i->shape);
+            count_bytes(v, n, i);
             n->is_root |= c->root == i;
             map_instr(b, i, g);
             continue;
@@ -313,8 +335,8 @@ static hs_status visit(builder *b, int ci, int cluster)
                       .group = i->id >= 0 && i->id < b->tree->n_ids
                                    ? b->tree->group_of[i->id] : -1,
                       .cluster = cluster,
-                      .bytes = hs_shape_total_bytes(&i->shape),
                       .is_root = c->root == i};
+        count_bytes(v, &n, i);
         int idx = add_node(b, &n);
         if (idx < 0)
             return b->over_budget ? HS_ERR_LIMIT : HS_ERR_NOMEM;
@@ -420,8 +442,8 @@ static hs_status visit_around(builder *b, const hs_computation *c,
         hs_vnode node = {.id = id, .instr = i, .comp = c,
                          .layer = own ? i->op_name : NULL, .layer_len = own,
                          .group = b->tree->group_of[i->id], .cluster = -1,
-                         .bytes = hs_shape_total_bytes(&i->shape),
                          .is_root = c->root == i};
+        count_bytes(v, &node, i);
         int idx = add_node(b, &node);
         if (idx < 0) {
             st = b->over_budget ? HS_ERR_LIMIT : HS_ERR_NOMEM;
@@ -725,6 +747,7 @@ hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
     if (!v->arena)
         return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
     v->title = o->title ? o->title : m->name;
+    v->partitioned = hs_module_is_partitioned(m);
     builder b = {.v = v, .o = o, .err = err};
     b.max_nodes = o->max_nodes > 0 ? o->max_nodes : HS_RENDER_DEFAULT_MAX_NODES;
     if (b.max_nodes > INT32_MAX / HS_RENDER_EDGES_PER_NODE)
