@@ -490,7 +490,7 @@ static void two_way_tiling_halves_per_device_bytes(void **state)
     assert_true(s.global_peak == device_peak(m));
     assert_true(s.per_device_peak * 2 == s.global_peak);
     assert_non_null(strstr(s.note, "no collective is inserted"));
-    assert_non_null(strstr(s.note, "3 results of element-wise ops"));
+    assert_non_null(strstr(s.note, "tiled operand (3 here)"));
     hs_module_free(m);
 }
 
@@ -564,6 +564,27 @@ static void partitioned_module_is_taken_as_written(void **state)
     assert_true(s.global_peak == s.per_device_peak + (double)p_bytes);
     assert_non_null(strstr(s.note, "already partitioned"));
     hs_module_free(m);
+
+    /* A collective beside the custom-calls the partitioner consumes (a
+     * shard_map's psum before partitioning) is not a partitioned module:
+     * its shapes are global, and x's tiling reaches n through the
+     * Sharding custom-call. */
+    m = parse("HloModule before\n"
+              "sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+              "  ROOT c = f32[] add(a, b)\n}\n"
+              "ENTRY e {\n"
+              "  x = f32[8,16] parameter(0), sharding={devices=[2,1]<=[2]}\n"
+              "  c = f32[8,16] custom-call(x), custom_call_target=\"Sharding\","
+              " sharding={devices=[2,1]<=[2]}\n"
+              "  n = f32[8,16] negate(c)\n"
+              "  ROOT r = f32[8,16] all-reduce(n), replica_groups={}, "
+              "to_apply=sum\n"
+              "}\n");
+    assert_false(hs_module_is_partitioned(m));
+    s = whatif(m, NULL);
+    assert_true(s.analysed);
+    assert_non_null(strstr(s.note, "tiled operand (1 here)"));
+    hs_module_free(m);
 }
 
 /* The real partitioned dumps: the per-device peak is the module's own,
@@ -599,11 +620,14 @@ static void real_dump_peaks(const char *path, int64_t devices)
     assert_true(s.global_peak <= s.per_device_peak + saved);
     char g[32], d[32];
     print_message("sharding what-if on %s: %.3f s, %d devices, %lld "
-                  "annotated, per-device peak %s, global peak %s\n",
+                  "annotated, per-device peak %s (%.0f), global peak %s "
+                  "(%.0f)\n",
                   strrchr(path, '/') + 1, seconds, s.devices,
                   (long long)s.annotated,
                   hs_format_bytes((int64_t)s.per_device_peak, d, sizeof d),
-                  hs_format_bytes((int64_t)s.global_peak, g, sizeof g));
+                  s.per_device_peak,
+                  hs_format_bytes((int64_t)s.global_peak, g, sizeof g),
+                  s.global_peak);
     hs_module_free(m);
     free(text);
 }

@@ -119,7 +119,8 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
 
 /* The same view as JSON:
  *   {"module", "computation", "title",
- *    "nodes":    [{id, name, opcode, category, shape, bytes, op_name, layer,
+ *    "nodes":    [{id, name, opcode, category, shape, bytes,
+ *                  per_device_bytes, global_bytes, op_name, layer,
  *                  group, computation, is_root, collapsed_count}],
  *    "groups":   [{path, local, label, kind, parent, depth, computation,
  *                  instructions, repeat, fingerprint, open, children}],
@@ -129,7 +130,9 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
  * A closed group is a node with opcode "layer", category "layer", shape
  * null, name its local path, label its label and collapsed_count = the
  * instructions it stands for (0 for an instruction node); its bytes sum
- * its instructions' output bytes. group is the closed group's path, or an
+ * its instructions' output bytes. per_device_bytes and global_bytes are
+ * what one device holds of a node's bytes and their global size when
+ * something in it carries a sharding (hs_sharding.h), else null. group is the closed group's path, or an
  * instruction's innermost group (null at the top). groups is the whole
  * tree (hs_groups.h), open telling what this view draws open.
  * operand_index is -1 when not drawn (single-operand users, collapsed

@@ -184,9 +184,10 @@ static void write_note(const sharding_run *run, hs_whatif_sharding *s)
                  "per-device shapes from %lld annotations (ceil(dim / "
                  "tiles)); no collective is inserted, so no all-gather or "
                  "resharding buffer is counted; values without an "
-                 "annotation keep their global shape, except %lld results "
-                 "of element-wise ops, copies and get-tuple-elements of a "
-                 "tiled operand, which take its tiling; replicated, "
+                 "annotation keep their global shape, except results of "
+                 "element-wise ops, copies and get-tuple-elements of a "
+                 "tiled operand (%lld here), which take its tiling; "
+                 "replicated, "
                  "maximal and unknown values count whole on every device",
                  (long long)run->annotated, (long long)run->propagated);
 }
