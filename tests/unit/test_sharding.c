@@ -413,6 +413,8 @@ static void malformed_shardings_name_instruction_and_column(void **state)
     } cases[] = {
         {"devices=[2,1]<=[3]", "f32[4,4]", "[3]", HS_ERR_PARSE, "iota"},
         {"devices=[2,1]0,1,2", "f32[4,4]", "0,1,2", HS_ERR_PARSE, "tiles"},
+        {"devices=[4096,4096]0,1", "f32[4,4]", "0,1", HS_ERR_PARSE,
+         "fewer devices listed"},
         {"devices=[2,2]<=[2,2]T(0,0)", "f32[4,4]", "0)", HS_ERR_PARSE,
          "permutation"},
         {"devices=[2,0]<=[2]", "f32[4,4]", "0]", HS_ERR_PARSE, "dimension"},
@@ -460,6 +462,48 @@ static void malformed_shardings_name_instruction_and_column(void **state)
         }
         hs_module_free(m);
     }
+    hs_arena_free(a);
+}
+
+/* Every prefix of every form, and every one-character change of it,
+ * reads or fails with a column inside the text: never past it (ASan
+ * watches the sanitizer build). */
+static void cut_and_changed_shardings_fail_cleanly(void **state)
+{
+    (void)state;
+    static const char *const forms[] = {
+        "devices=[64,1,1,1,2]<=[2,64]T(1,0) last_tile_dim_replicate",
+        "devices=[2,2,2]0,1,2,3,4,5,6,7 last_tile_dims={manual, replicated}",
+        "{replicated}, {maximal device=1}, /*index=2*/{devices=[2]0,1 "
+        "shard_as 3 metadata={op_name=\"x}\\\"{\"}}",
+    };
+    static const char changes[] = "{}[](),=<>T/*\" 0-9x";
+    hs_arena *a = hs_arena_new(0);
+    int read = 0, refused = 0;
+    for (size_t f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        size_t n = strlen(forms[f]);
+        char text[256];
+        for (size_t cut = 0; cut <= n; cut++)
+            for (size_t c = 0; c <= sizeof changes - 1; c++) {
+                memcpy(text, forms[f], n + 1);
+                if (c < sizeof changes - 1 && cut < n)
+                    text[cut] = changes[c]; /* changed at cut */
+                else
+                    text[cut] = '\0'; /* cut there */
+                hs_sharding s;
+                hs_error err;
+                hs_error_clear(&err);
+                if (hs_sharding_parse(text, a, &s, &err) == HS_OK) {
+                    read++;
+                    continue;
+                }
+                refused++;
+                if (err.column < 1 || err.column > (int)strlen(text) + 1)
+                    fail_msg("{%s}: column %d outside the text", text,
+                             err.column);
+            }
+    }
+    assert_true(read > 0 && refused > 0);
     hs_arena_free(a);
 }
 
@@ -720,6 +764,7 @@ int main(void)
         cmocka_unit_test(iota_tile_assignments_are_numpy_transpositions),
         cmocka_unit_test(per_device_shape_is_ceil_of_dim_over_tiles),
         cmocka_unit_test(malformed_shardings_name_instruction_and_column),
+        cmocka_unit_test(cut_and_changed_shardings_fail_cleanly),
         cmocka_unit_test(two_way_tiling_halves_per_device_bytes),
         cmocka_unit_test(unannotated_values_keep_their_global_shape),
         cmocka_unit_test(malformed_sharding_is_a_reason_not_a_failure),

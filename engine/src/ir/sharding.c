@@ -217,6 +217,12 @@ static bool iota_form(reader *r, hs_sharding *s)
 /* "0,1,2,3" after devices=[...]: one device per tile. */
 static bool device_list(reader *r, hs_sharding *s)
 {
+    /* Each device takes two characters at least ("0,"): a list the text
+     * cannot hold is refused before its array is allocated. */
+    skip(r);
+    if (s->n_tiles > (int64_t)(r->len - r->pos + 1) / 2)
+        return fail(r, r->pos, HS_ERR_PARSE, "fewer devices listed than "
+                    "the %" PRId64 " tiles", s->n_tiles);
     int64_t *list = hs_arena_alloc(r->a, (size_t)s->n_tiles * sizeof *list);
     if (!list)
         return fail(r, r->pos, HS_ERR_NOMEM, "out of memory");
@@ -536,6 +542,8 @@ bool hs_sharding_equal(const hs_sharding *a, const hs_sharding *b)
                 return false;
         return true;
     case HS_SHARDING_TILED:
+        if (a == b)
+            return true;
         if (a->n_tile_dims != b->n_tile_dims ||
             a->n_subgroup_dims != b->n_subgroup_dims ||
             memcmp(a->tile_dims, b->tile_dims,
@@ -543,6 +551,13 @@ bool hs_sharding_equal(const hs_sharding *a, const hs_sharding *b)
             memcmp(a->subgroup, b->subgroup,
                    (size_t)a->n_subgroup_dims * sizeof a->subgroup[0]))
             return false;
+        if (!a->device_list && !b->device_list &&
+            a->n_iota_dims == b->n_iota_dims &&
+            !memcmp(a->iota_dims, b->iota_dims,
+                    (size_t)a->n_iota_dims * sizeof a->iota_dims[0]) &&
+            !memcmp(a->iota_perm, b->iota_perm,
+                    (size_t)a->n_iota_dims * sizeof a->iota_perm[0]))
+            return true; /* the same iota: no need to walk its tiles */
         for (int64_t t = 0; t < a->n_tiles; t++)
             if (hs_sharding_tile_device(a, t) != hs_sharding_tile_device(b, t))
                 return false;

@@ -211,9 +211,15 @@ static hs_status analyse(sharding_run *run, hs_whatif_sharding *out,
     if ((st = stopped(run->o, err)) != HS_OK)
         return st;
     hs_module *copy = hs_module_clone(run->m);
-    if (!copy)
-        return hs_error_set(err, HS_ERR_NOMEM, "out of memory copying the "
-                            "module for its per-device shapes");
+    if (!copy) {
+        /* hs_module_clone cannot tell host OOM from a malformed module;
+         * either way the other sections may still answer. */
+        out->analysed = false;
+        snprintf(out->reason, sizeof out->reason,
+                 "the module could not be copied for its other shapes (an "
+                 "operand used before it is defined, or out of host memory)");
+        return HS_OK;
+    }
     double written = -1, other = -1;
     st = reshape_copy(run, copy, &why);
     if (st == HS_OK && (st = stopped(run->o, err)) == HS_OK &&
