@@ -79,7 +79,6 @@ static double device_peak(const hs_module *m)
     return peak;
 }
 
-/* The sharding section of a what-if of m, as the driver would call it. */
 /* The CPU time of this process, seconds: the machine is shared, so a
  * timing printed next to the wall time says what the work itself took. */
 static double cpu_seconds(void)
@@ -89,6 +88,8 @@ static double cpu_seconds(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* The sharding section of a what-if of m, as the driver would call it,
+ * timed. */
 static hs_whatif_sharding whatif_timed(const hs_module *m, double *seconds,
                                        double *cpu)
 {

@@ -196,6 +196,9 @@ int64_t hs_shape_bytes(const hs_shape *s);
 /* All leaf bytes of a (possibly nested) tuple, plus index tables.
  * Saturates at INT64_MAX. */
 int64_t hs_shape_total_bytes(const hs_shape *s);
+/* The arrays (and tokens) in s, its leaves: 1 for a non-tuple, the sum
+ * over a tuple's elements (0 for an empty tuple). */
+int hs_shape_leaf_count(const hs_shape *s);
 /* HS_OK when every array in s (tuples: every leaf) has non-negative
  * dimensions (or '?' dynamic ones) and at most HS_MAX_ARRAY_ELEMENTS
  * elements and HS_MAX_ARRAY_BYTES bytes; otherwise HS_ERR_LIMIT with a

@@ -190,16 +190,6 @@ hs_status dev_eval(dev_ctx *x, dev_plan *p, dev_val **args, int n_args,
 
 /* ---- arguments and outputs ------------------------------------------- */
 
-static int count_leaves(const hs_shape *s)
-{
-    if (s->dtype != HS_TUPLE)
-        return 1;
-    int n = 0;
-    for (int i = 0; i < s->n_elems; i++)
-        n += count_leaves(&s->elems[i]);
-    return n;
-}
-
 /* Wraps the caller's tensors (never written, never freed) as the value of
  * a parameter of shape s, consuming args from *next. pins collects one
  * extra reference per leaf, held until the end of the run so that
@@ -355,7 +345,7 @@ hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
     hs_status st = dev_plan_module(&x, entry);
     int want = 0;
     for (int i = 0; !st && i < entry->n_params; i++)
-        want += count_leaves(&entry->params[i]->shape);
+        want += hs_shape_leaf_count(&entry->params[i]->shape);
     if (!st && want != n_args)
         st = hs_error_set(err, HS_ERR_INVALID,
                           "entry computation %s takes %d arguments, given %d",
@@ -384,7 +374,7 @@ hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
     hs_tensor **ts = NULL;
     int n_ts = 0;
     if (!st) {
-        ts = calloc((size_t)count_leaves(root->shape) + 1, sizeof *ts);
+        ts = calloc((size_t)hs_shape_leaf_count(root->shape) + 1, sizeof *ts);
         if (!ts || !collect_outputs(&x, root, ts, &n_ts)) {
             hs_tensors_free(ts, n_ts);
             ts = NULL;

@@ -170,6 +170,16 @@ hs_status hs_shape_check_size(const hs_shape *s, hs_error *err)
     return HS_OK;
 }
 
+int hs_shape_leaf_count(const hs_shape *s)
+{
+    if (s->dtype != HS_TUPLE)
+        return 1;
+    int n = 0;
+    for (int i = 0; i < s->n_elems; i++)
+        n += hs_shape_leaf_count(&s->elems[i]);
+    return n;
+}
+
 bool hs_shape_compatible(const hs_shape *a, const hs_shape *b)
 {
     if (a->dtype != b->dtype)

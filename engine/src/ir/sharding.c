@@ -576,16 +576,6 @@ const hs_sharding *hs_sharding_leaf(const hs_sharding *s, int leaf)
 
 /* ---- shapes -------------------------------------------------------------- */
 
-static int leaf_count(const hs_shape *s)
-{
-    if (s->dtype != HS_TUPLE)
-        return 1;
-    int n = 0;
-    for (int k = 0; k < s->n_elems; k++)
-        n += leaf_count(&s->elems[k]);
-    return n;
-}
-
 const hs_sharding *hs_sharding_element(const hs_sharding *s,
                                        const hs_shape *tuple, int64_t index)
 {
@@ -594,7 +584,7 @@ const hs_sharding *hs_sharding_element(const hs_sharding *s,
         return NULL;
     int leaf = 0;
     for (int64_t k = 0; k < index; k++)
-        leaf += leaf_count(&tuple->elems[k]);
+        leaf += hs_shape_leaf_count(&tuple->elems[k]);
     return hs_sharding_leaf(s, leaf);
 }
 
@@ -651,7 +641,7 @@ static hs_status map(const hs_sharding *s, const hs_shape *in, bool to_global,
                      hs_arena *a, hs_shape *out, hs_error *err)
 {
     if (s->kind == HS_SHARDING_TUPLE) {
-        int leaves = leaf_count(in);
+        int leaves = hs_shape_leaf_count(in);
         /* XLA lets a tuple with no leaves carry one sharding, or none. */
         bool empty_ok = leaves == 0 && s->n_elems <= 1;
         if (in->dtype != HS_TUPLE || (leaves != s->n_elems && !empty_ok)) {
