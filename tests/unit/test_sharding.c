@@ -399,6 +399,16 @@ static void per_device_shape_is_ceil_of_dim_over_tiles(void **state)
                         "f32[6,7]", "f32[3,7]");
     assert_device_shape(a, "devices=[2]<=[2] last_tile_dim_replicate",
                         "f32[]", "f32[]");
+    assert_device_shape(a, "devices=[2,2]<=[4]", "f32[<=9,4]",
+                        "f32[<=5,2]");
+    /* An unbounded dimension ('?') has no size to split. */
+    hs_sharding two = parsed(a, "devices=[2,2]<=[4]");
+    hs_shape unbounded = hs_shape_make(HS_F32, 2, (int64_t[]){-1, 6}), out;
+    unbounded.dynamic_mask = 1;
+    assert_int_equal(hs_sharding_device_shape(&two, &unbounded, a, &out, NULL),
+                     HS_OK);
+    assert_int_equal(out.dims[0], -1);
+    assert_int_equal(out.dims[1], 3);
     assert_device_shape(a, "replicated", "f32[8,16]", "f32[8,16]");
     assert_device_shape(a, "maximal device=1", "f32[8,16]", "f32[8,16]");
     assert_device_shape(a, "manual", "f32[8,16]", "f32[8,16]");

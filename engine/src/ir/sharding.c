@@ -612,6 +612,8 @@ static hs_status map_array(shape_map *m, const hs_sharding *s,
     }
     for (int k = 0; k < rank; k++) {
         int64_t d = in->dims[k], t = s->tile_dims[k];
+        if (d < 0)
+            continue; /* '?', unbounded: no size to split */
         out->dims[k] = m->to_global ? hs_sat_mul(d, t) : (d + t - 1) / t;
     }
     return HS_OK;
