@@ -137,6 +137,17 @@ static bool integer(reader *r, int64_t *out, const char *what)
     return true;
 }
 
+/* A device, below MAX_TILES (so that a count of devices is one more). */
+static bool device_number(reader *r, int64_t *out)
+{
+    size_t at = (skip(r), r->pos);
+    if (!integer(r, out, "a device number"))
+        return false;
+    return *out < MAX_TILES ||
+           fail(r, at, HS_ERR_PARSE, "device %" PRId64 " is beyond the "
+                "2^24 devices a sharding may name", *out);
+}
+
 /* "[a,b,c]" into v[0..*n), at most max entries, each >= 1. */
 static bool dims_list(reader *r, int64_t *v, int max, int *n,
                       const char *what)
@@ -230,7 +241,7 @@ static bool device_list(reader *r, hs_sharding *s)
     size_t at = r->pos;
     do {
         int64_t d;
-        if (!integer(r, &d, "a device number"))
+        if (!device_number(r, &d))
             return false;
         if (k == s->n_tiles)
             return fail(r, at, HS_ERR_PARSE, "more devices listed than the "
@@ -389,8 +400,7 @@ static bool single(reader *r, hs_sharding *s)
         if (!is_word(d, dn, "device"))
             return fail(r, dat, HS_ERR_PARSE, "expected device=N after "
                         "maximal");
-        if (!expect(r, '=', "after device") ||
-            !integer(r, &s->device, "a device number"))
+        if (!expect(r, '=', "after device") || !device_number(r, &s->device))
             return false;
     } else if (is_word(w, n, "devices")) {
         if (!tiled(r, s, at))
