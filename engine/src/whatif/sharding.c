@@ -1,7 +1,9 @@
 /* sharding.c - the sharding section of a what-if (hs_whatif.h): the
  * module's sharding={...} annotations (hs_sharding.h) give the shape each
- * device holds, and buffer assignment, run once on the module as written
- * and once on a copy whose shapes are the other side's, gives both peaks.
+ * device holds. The module is compiled as it is for the device, as the
+ * offload section does, so that one peak is the compile's own; buffer
+ * assignment on a copy of the optimized module whose shapes are the
+ * other side's gives the other.
  *
  * Two kinds of module come in. One not yet partitioned (a JAX or
  * PyTorch/XLA dump before optimisations) is written at global shapes: the
@@ -11,15 +13,18 @@
  * it is: the copy takes the global shapes its annotations name.
  *
  * Nothing XLA did not write is invented, except the tiling of an
- * element-wise result whose operand is tiled (XLA's sharding propagation
- * would give it that tiling too): the other values keep their written
- * shape, and no collective is inserted. The note says so to the user. */
+ * element-wise result (or fusion of them) whose operand is tiled (XLA's
+ * sharding propagation would give it that tiling too): the other values
+ * keep their written shape, and no collective is inserted. The note says
+ * so to the user. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hloscope/hs_buffers.h"
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_device.h"
 #include "hloscope/hs_sharding.h"
 #include "whatif/whatif_internal.h"
 
@@ -31,6 +36,9 @@ typedef struct sharding_run {
     const hs_sharding **of;  /* by instruction id: written or propagated */
     int n_ids;
     int64_t annotated, propagated, devices;
+    bool compiled;          /* m is the compile's optimized module */
+    double compiled_peak;   /* then its device peak, else -1 */
+    char not_compiled[200]; /* else why m is read as parsed */
 } sharding_run;
 
 static hs_status stopped(const hs_whatif_options *o, hs_error *err)
@@ -91,10 +99,35 @@ static bool same_dims(const hs_shape *a, const hs_shape *b)
            memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
 }
 
+/* A fusion of element-wise ops (what the compile's fusion pass makes of
+ * them): every fused instruction but its parameters and constants is an
+ * element-wise op, copy or broadcast whose result is a scalar or has the
+ * fusion's dimensions, so each output element reads its operands of the
+ * same dimensions at the same index. */
+static bool elementwise_fusion(const hs_instruction *i)
+{
+    if (i->opcode != HS_OP_FUSION || i->n_called < 1 || !i->called[0])
+        return false;
+    const hs_computation *c = i->called[0];
+    for (int k = 0; k < c->n_instrs; k++) {
+        const hs_instruction *f = c->instrs[k];
+        if (f->opcode == HS_OP_PARAMETER || f->opcode == HS_OP_CONSTANT)
+            continue;
+        if (!hs_opcode_is_elementwise(f->opcode) && f->opcode != HS_OP_COPY &&
+            f->opcode != HS_OP_BROADCAST)
+            return false;
+        if (f->shape.dtype == HS_TUPLE ||
+            (f->shape.rank > 0 && !same_dims(&f->shape, &i->shape)))
+            return false;
+    }
+    return true;
+}
+
 /* The tiling an unannotated value takes from its operands, as XLA's
  * propagation would give it: a get-tuple-element takes its element's; an
- * element-wise op, copy or convert takes the tiling its operands of the
- * same dimensions agree on (NULL when they disagree or none is tiled). */
+ * element-wise op, copy, convert or fusion of them takes the tiling its
+ * operands of the same dimensions agree on (NULL when they disagree or
+ * none is tiled). */
 static const hs_sharding *propagated(const sharding_run *run,
                                      const hs_instruction *i)
 {
@@ -105,7 +138,8 @@ static const hs_sharding *propagated(const sharding_run *run,
         const hs_sharding *t = sharding_of(run, op0);
         return t ? hs_sharding_element(t, &op0->shape, i->index) : NULL;
     }
-    if (!hs_opcode_is_elementwise(i->opcode) && i->opcode != HS_OP_COPY)
+    if (!hs_opcode_is_elementwise(i->opcode) && i->opcode != HS_OP_COPY &&
+        !elementwise_fusion(i))
         return NULL;
     const hs_sharding *agreed = NULL;
     for (int k = 0; k < i->n_operands; k++) {
@@ -170,25 +204,31 @@ static double device_peak(const hs_module *m, hs_error *why)
 
 static void write_note(const sharding_run *run, hs_whatif_sharding *s)
 {
+    int n = 0;
+    if (!run->compiled)
+        n = snprintf(s->note, sizeof s->note,
+                     "peaks of the module as parsed (it does not compile: "
+                     "%.60s); ", run->not_compiled);
+    if (n < 0 || (size_t)n >= sizeof s->note)
+        return;
     if (run->partitioned)
-        snprintf(s->note, sizeof s->note,
+        snprintf(s->note + n, sizeof s->note - (size_t)n,
                  "already partitioned by XLA (it holds collectives): its "
-                 "shapes are one device's and are taken as they are, so "
-                 "per_device_peak is its own peak; global_peak counts the "
-                 "%lld annotated values at their global shapes (dims x "
-                 "tiles, an upper bound where XLA padded) and every other "
-                 "value as written; no collective is inserted or removed",
+                 "shapes are one device's, taken as they are, so "
+                 "per_device_peak is its own; global_peak counts the %lld "
+                 "annotated values at their global shapes (dims x tiles, "
+                 "an upper bound where XLA padded), every other value as "
+                 "written; no collective is inserted or removed",
                  (long long)run->annotated);
     else
-        snprintf(s->note, sizeof s->note,
+        snprintf(s->note + n, sizeof s->note - (size_t)n,
                  "per-device shapes from %lld annotations (ceil(dim / "
                  "tiles)); no collective is inserted, so no all-gather or "
-                 "resharding buffer is counted; values without an "
-                 "annotation keep their global shape, except results of "
-                 "element-wise ops, copies and get-tuple-elements of a "
+                 "resharding buffer is counted; unannotated values keep "
+                 "their global shape, except results of element-wise ops "
+                 "(or fusions of them), copies and get-tuple-elements of a "
                  "tiled operand (%lld here), which take its tiling; "
-                 "replicated, "
-                 "maximal and unknown values count whole on every device",
+                 "replicated, maximal and unknown values count whole",
                  (long long)run->annotated, (long long)run->propagated);
 }
 
@@ -223,7 +263,8 @@ static hs_status analyse(sharding_run *run, hs_whatif_sharding *out,
     double written = -1, other = -1;
     st = reshape_copy(run, copy, &why);
     if (st == HS_OK && (st = stopped(run->o, err)) == HS_OK &&
-        (written = device_peak(run->m, &why)) >= 0 &&
+        (written = run->compiled_peak >= 0 ? run->compiled_peak
+                                           : device_peak(run->m, &why)) >= 0 &&
         (st = stopped(run->o, err)) == HS_OK)
         other = device_peak(copy, &why);
     hs_module_free(copy);
@@ -244,19 +285,63 @@ static hs_status analyse(sharding_run *run, hs_whatif_sharding *out,
     return HS_OK;
 }
 
+/* Compiles m as it is for the device (the default pipeline, as the
+ * offload section does), so that the peaks are the compile's: the
+ * executable in *exe, or NULL with the reason in why when m does not
+ * compile (the section then reads m as parsed). */
+static hs_status compile(const hs_module *m, const hs_whatif_options *o,
+                         hs_executable **exe, hs_error *why, hs_error *err)
+{
+    const char *dev = o->device ? o->device : hs_device_default_name();
+    const hs_device_spec *spec = hs_device_find(dev);
+    if (!spec)
+        return hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", dev);
+    hs_compile_options co;
+    hs_compile_options_init(&co);
+    co.device = spec->name;
+    co.cancel = o->cancel;
+    if (o->deadline_ns > 0) {
+        int64_t left = (o->deadline_ns - hs_now_ns()) / 1000000;
+        co.timeout_ms = left > 0 ? left : 1;
+    }
+    *exe = NULL;
+    hs_status st = hs_compile(m, &co, NULL, NULL, exe, why);
+    if (st == HS_ERR_CANCELLED || st == HS_ERR_NOMEM) {
+        *err = *why;
+        return st;
+    }
+    return HS_OK;
+}
+
 hs_status hs__whatif_sharding(const hs_module *m, const hs_whatif_options *o,
                               hs_whatif *w, hs_error *err)
 {
     hs_whatif_sharding *out = &w->sharding;
     memset(out, 0, sizeof *out);
+    hs_executable *exe = NULL;
+    hs_error why;
+    hs_error_clear(&why);
+    hs_status st = compile(m, o, &exe, &why, err);
+    if (st != HS_OK)
+        return st;
+    if (exe)
+        m = hs_executable_module(exe);
     sharding_run run = {.m = m, .o = o, .n_ids = m->next_id,
-                        .partitioned = hs_module_is_partitioned(m)};
+                        .partitioned = hs_module_is_partitioned(m),
+                        .compiled = exe != NULL,
+                        .compiled_peak = -1};
+    if (exe)
+        run.compiled_peak = (double)hs_buffers_peak(
+            hs_executable_buffers(exe), HS_MEMSPACE_DEVICE).bytes;
+    if (!exe)
+        hs_error_format(&why, run.not_compiled, sizeof run.not_compiled);
     run.scratch = hs_arena_new(0);
     run.of = calloc(run.n_ids > 0 ? (size_t)run.n_ids : 1, sizeof *run.of);
-    hs_status st = run.scratch && run.of
-                       ? analyse(&run, out, err)
-                       : hs_error_set(err, HS_ERR_NOMEM, "out of memory");
+    st = run.scratch && run.of
+             ? analyse(&run, out, err)
+             : hs_error_set(err, HS_ERR_NOMEM, "out of memory");
     free(run.of);
     hs_arena_free(run.scratch);
+    hs_executable_release(exe);
     return st;
 }
