@@ -609,6 +609,18 @@ static void unannotated_values_keep_their_global_shape(void **state)
 static void malformed_sharding_is_a_reason_not_a_failure(void **state)
 {
     (void)state;
+    /* An unknown device stops every section (hs_whatif.h); a bad
+     * annotation only this one. */
+    hs_module *two = parse(two_way);
+    hs_whatif w = {0};
+    w.arena = hs_arena_new(0);
+    hs_whatif_options o = {.device = "no-such-device"};
+    hs_error err;
+    assert_int_equal(hs__whatif_sharding(two, &o, &w, &err), HS_ERR_INVALID);
+    assert_non_null(strstr(err.message, "no-such-device"));
+    hs_arena_free(w.arena);
+    hs_module_free(two);
+
     hs_module *m = parse(
         "HloModule bad\nENTRY e {\n"
         "  ROOT q.3 = f32[4,4] parameter(0), sharding={devices=[2]<=[2]}\n"
