@@ -1,0 +1,90 @@
+/* whatif.c - the what-if driver (hs_whatif.h): builds the group tree of
+ * the entry once, calls each section in turn (whatif_internal.h) and
+ * times the whole. A section that does not apply says so in its own
+ * analysed/reason; only what stops every section (cancelled, out of host
+ * memory, an unknown device) fails the analysis. */
+#include <stdio.h>
+#include <string.h>
+
+#include "hloscope/hs_compile.h"
+#include "hloscope/hs_device.h"
+#include "whatif/whatif_internal.h"
+
+void hs_whatif_options_init(hs_whatif_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->run_equivalence = true;
+}
+
+static hs_status check_stop(const hs_whatif_options *o, hs_error *err)
+{
+    if ((o->cancel && atomic_load(o->cancel)) ||
+        (o->deadline_ns > 0 && hs_now_ns() > o->deadline_ns))
+        return hs_error_set(err, HS_ERR_CANCELLED,
+                            "whatif: stopped at its deadline");
+    return HS_OK;
+}
+
+/* A section this build does not have: said as such, not guessed. */
+static void not_built(bool *analysed, char *reason, size_t size,
+                      const char *what)
+{
+    *analysed = false;
+    snprintf(reason, size,
+             "the %s what-if is not built into this version of hloscope",
+             what);
+}
+
+hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
+                            hs_whatif *out, hs_error *err)
+{
+    int64_t t0 = hs_now_ns();
+    memset(out, 0, sizeof *out);
+    hs_whatif_options defaults;
+    if (!o) {
+        hs_whatif_options_init(&defaults);
+        o = &defaults;
+    }
+    const char *device = o->device ? o->device : hs_device_default_name();
+    if (!hs_device_find(device)) {
+        hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", device);
+        snprintf(err->path, sizeof err->path, "/device");
+        return HS_ERR_INVALID;
+    }
+    if (!m || !m->entry)
+        return hs_error_set(err, HS_ERR_INVALID, "whatif: no entry computation");
+    out->module = m;
+    out->arena = hs_arena_new(0);
+    if (!out->arena)
+        return hs_error_set(err, HS_ERR_NOMEM, "whatif: out of host memory");
+    out->device = hs_arena_strdup(out->arena, device);
+    hs_group_tree *t = NULL;
+    hs_status s = hs_groups_build(m, NULL, &t, err);
+    if (s == HS_OK)
+        s = check_stop(o, err);
+    if (s == HS_OK)
+        s = hs__whatif_reroll(m, t, o, out, err);
+    if (s == HS_OK)
+        s = check_stop(o, err);
+    /* offload section: hs__whatif_offload */
+    not_built(&out->offload.analysed, out->offload.reason,
+              sizeof out->offload.reason, "offload");
+    /* sharding section: hs__whatif_sharding */
+    not_built(&out->sharding.analysed, out->sharding.reason,
+              sizeof out->sharding.reason, "sharding");
+    hs_groups_free(t);
+    out->analysis_seconds = (double)(hs_now_ns() - t0) / 1e9;
+    if (s != HS_OK)
+        hs_whatif_free(out);
+    return s;
+}
+
+void hs_whatif_free(hs_whatif *w)
+{
+    if (!w)
+        return;
+    hs_module_free(w->scan.rerolled);
+    hs_module_free(w->offload.offloaded);
+    hs_arena_free(w->arena);
+    memset(w, 0, sizeof *w);
+}
