@@ -45,14 +45,25 @@
 
 /* ---- the plan: which layer each instruction is in, and the slots ---------- */
 
-typedef enum slot_kind { SLOT_CARRY, SLOT_INVARIANT, SLOT_STACKED } slot_kind;
+/* Parameters and constants are never inside a layer: they are what the
+ * layers read, and the slots say how. */
+typedef enum slot_kind {
+    SLOT_CARRY,         /* layer j reads position p of layer j-1 */
+    SLOT_INVARIANT,     /* every layer reads the same value */
+    SLOT_CONSTANT,      /* constants equal in every layer: copied */
+    SLOT_STACKED,       /* each its own value: stacked in the graph */
+    SLOT_STACKED_PARAM  /* each its own entry parameter, read by that layer
+                           only: one new [L, ...] entry parameter */
+} slot_kind;
 
 /* One value entering the body from outside the layer. */
 typedef struct slot {
     slot_kind kind;
     int p;                     /* carry: position in the previous layer */
-    const hs_instruction *v0;  /* carry: init; invariant: the value;
-                                  stacked: layer 0's value */
+    const hs_instruction *v0;  /* layer 0's value (a carry's init) */
+    int rk, ro;                /* the first reader: operand ro of position
+                                  rk, so layer j's value is
+                                  at(j, rk)->operands[ro] */
     int index;                 /* carry/invariant: carry index; stacked:
                                   xs index */
 } slot;
@@ -69,10 +80,11 @@ typedef struct plan {
     int *pos_of;             /* by id: position in its layer */
     int n_ids;
     /* Per position of layer 0: for each operand the slot it reads (-1:
-     * inside the layer), and whether the position is stacked itself (a
-     * per-layer parameter, or a constant that differs between layers). */
+     * inside the layer). */
     int **operand_slot;
-    int *self_xs;            /* xs index, or -1 */
+    /* by id: the one layer that reads it, -1 for after the run, -2 for
+     * several readers' places, -3 for none */
+    int *reader_layer;
     int n_slots, cap_slots;
     slot *slots;
     int n_carry, n_invariant, n_xs;
@@ -89,7 +101,7 @@ static void plan_free(plan *p)
         for (int k = 0; k < p->n; k++)
             free(p->operand_slot[k]);
     free(p->operand_slot);
-    free(p->self_xs);
+    free(p->reader_layer);
     free(p->y_of);
     free(p->slots);
     free(p->in);
@@ -150,7 +162,9 @@ static bool plan_layers(plan *p)
     for (int k = 0; k < p->c->n_instrs; k++) {
         const hs_instruction *i = p->c->instrs[k];
         int g = i->id < p->t->n_ids ? p->t->group_of[i->id] : -1;
-        int j = layer_of_group(p->t, p->run, g);
+        int j = i->opcode == HS_OP_PARAMETER || i->opcode == HS_OP_CONSTANT
+                    ? -1
+                    : layer_of_group(p->t, p->run, g);
         p->layer_of[i->id] = j;
         if (j >= 0)
             p->pos_of[i->id] = count[j]++;
@@ -166,6 +180,20 @@ static bool plan_layers(plan *p)
                           p->layer_path[j], n, p->layer_path[0], p->n);
         }
     free(count);
+    p->reader_layer = malloc(sizeof(int) * (size_t)p->n_ids);
+    if (!p->reader_layer)
+        return refuse(p, "out of host memory");
+    for (int k = 0; k < p->n_ids; k++)
+        p->reader_layer[k] = -3;
+    for (int k = 0; k < p->c->n_instrs; k++) {
+        const hs_instruction *i = p->c->instrs[k];
+        for (int o = 0; o < i->n_operands; o++) {
+            int *r = &p->reader_layer[i->operands[o]->id];
+            int here = p->layer_of[i->id];
+            *r = *r == -3 || *r == here ? here : -2;
+        }
+    }
+    p->reader_layer[p->c->root->id] = -2;
     p->in = calloc((size_t)p->L * (size_t)p->n, sizeof *p->in);
     if (!p->in || p->n == 0)
         return refuse(p, p->n ? "out of host memory" : "empty layers");
@@ -182,6 +210,118 @@ static const hs_instruction *at(const plan *p, int j, int k)
 {
     return p->in[(size_t)j * p->n + k];
 }
+
+/* ---- aligning the layers ---------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+static uint64_t shape_hash(const hs_shape *s)
+{
+    uint64_t h = mix((uint64_t)s->dtype, (uint64_t)s->rank);
+    for (int d = 0; d < s->rank; d++)
+        h = mix(h, (uint64_t)s->dims[d]);
+    return mix(h, (uint64_t)s->n_elems);
+}
+
+typedef struct keyed {
+    uint64_t key;
+    int k;
+} keyed;
+
+static int keyed_order(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->k - y->k;
+}
+
+/* The group tree finds layers as sets (its fingerprint does not depend on
+ * order), and a layer cut where the fewest values cross may list its
+ * instructions in another order than the layer before it. Each layer is
+ * put in layer 0's order by a structural key: what an instruction
+ * computes from what (operands inside the layer by their key, others by
+ * shape only: layer 0 reads the run's input where the others read the
+ * layer before), then what reads it inside the layer. Equal keys keep
+ * definition order; the isomorphism check that follows proves or refutes
+ * the match. */
+static bool plan_align(plan *p)
+{
+    uint64_t *h = calloc((size_t)p->n_ids, sizeof *h);
+    uint64_t *h2 = calloc((size_t)p->n_ids, sizeof *h2);
+    keyed *k0 = malloc(sizeof *k0 * (size_t)p->n);
+    keyed *kj = malloc(sizeof *kj * (size_t)p->n);
+    const hs_instruction **row = malloc(sizeof *row * (size_t)p->n);
+    bool ok = h && h2 && k0 && kj && row;
+    for (int k = 0; ok && k < p->c->n_instrs; k++) {
+        const hs_instruction *i = p->c->instrs[k];
+        int j = p->layer_of[i->id];
+        if (j < 0)
+            continue;
+        uint64_t x = mix(mix((uint64_t)i->opcode, shape_hash(&i->shape)),
+                         (uint64_t)i->n_operands);
+        if (i->opcode == HS_OP_GET_TUPLE_ELEMENT)
+            x = mix(x, (uint64_t)i->index);
+        for (int o = 0; o < i->n_operands; o++) {
+            const hs_instruction *v = i->operands[o];
+            x = mix(x, p->layer_of[v->id] == j
+                           ? h[v->id]
+                           : mix(977, shape_hash(&v->shape)));
+        }
+        h[i->id] = x;
+        h2[i->id] = x;
+    }
+    for (int k = 0; ok && k < p->c->n_instrs; k++) {
+        const hs_instruction *i = p->c->instrs[k];
+        int j = p->layer_of[i->id];
+        for (int o = 0; j >= 0 && o < i->n_operands; o++)
+            if (p->layer_of[i->operands[o]->id] == j)
+                h2[i->operands[o]->id] += mix(h[i->id], (uint64_t)o);
+    }
+    for (int k = 0; ok && k < p->n; k++)
+        k0[k] = (keyed){h2[at(p, 0, k)->id], k};
+    if (ok)
+        qsort(k0, (size_t)p->n, sizeof *k0, keyed_order);
+    for (int j = 1; ok && j < p->L; j++) {
+        for (int k = 0; k < p->n; k++)
+            kj[k] = (keyed){h2[at(p, j, k)->id], k};
+        qsort(kj, (size_t)p->n, sizeof *kj, keyed_order);
+        for (int r = 0; r < p->n; r++) {
+            if (kj[r].key != k0[r].key) {
+                /* the first instruction of layer j without a twin */
+                const hs_instruction *a = at(p, j, kj[r].k);
+                char sa[128];
+                hs_shape_print(&a->shape, false, sa, sizeof sa);
+                refuse(p,
+                       "%s has %%%s (%s %s) where %s has nothing computed "
+                       "the same way",
+                       p->layer_path[j], a->name, hs_opcode_name(a->opcode),
+                       sa, p->layer_path[0]);
+                ok = false;
+                break;
+            }
+            row[k0[r].k] = at(p, j, kj[r].k);
+        }
+        for (int k = 0; ok && k < p->n; k++) {
+            p->in[(size_t)j * p->n + k] = row[k];
+            p->pos_of[row[k]->id] = k;
+        }
+    }
+    if (!(h && h2 && k0 && kj && row))
+        refuse(p, "out of host memory");
+    free(h);
+    free(h2);
+    free(k0);
+    free(kj);
+    free(row);
+    return ok;
+}
+
 
 /* ---- isomorphism ---------------------------------------------------------- */
 
@@ -293,14 +433,28 @@ static bool differs(plan *p, int j, int k, const char *what)
                   hs_opcode_name(b->opcode), sb, what);
 }
 
+static const hs_instruction *slot_value(const plan *p, const slot *s, int j)
+{
+    return at(p, j, s->rk)->operands[s->ro];
+}
+
+static bool same_slot(const plan *p, const slot *a, const slot *b)
+{
+    if (a->kind != b->kind || a->v0 != b->v0 ||
+        (a->kind == SLOT_CARRY && a->p != b->p))
+        return false;
+    if (a->kind == SLOT_STACKED || a->kind == SLOT_STACKED_PARAM)
+        for (int j = 1; j < p->L; j++)
+            if (slot_value(p, a, j) != slot_value(p, b, j))
+                return false;
+    return true;
+}
+
 static int add_slot(plan *p, slot s)
 {
-    for (int k = 0; k < p->n_slots; k++) {
-        const slot *o = &p->slots[k];
-        if (o->kind == s.kind && o->v0 == s.v0 &&
-            (s.kind != SLOT_CARRY || o->p == s.p))
+    for (int k = 0; k < p->n_slots; k++)
+        if (same_slot(p, &p->slots[k], &s))
             return k;
-    }
     if (p->n_slots == p->cap_slots) {
         int cap = p->cap_slots ? 2 * p->cap_slots : 16;
         slot *q = realloc(p->slots, sizeof *q * (size_t)cap);
@@ -311,6 +465,7 @@ static int add_slot(plan *p, slot s)
     }
     s.index = s.kind == SLOT_CARRY       ? p->n_carry++
               : s.kind == SLOT_INVARIANT ? p->n_invariant++
+              : s.kind == SLOT_CONSTANT  ? -1
                                          : p->n_xs++;
     p->slots[p->n_slots] = s;
     return p->n_slots++;
@@ -321,6 +476,10 @@ static int classify_operand(plan *p, int k, int o)
 {
     const hs_instruction *v0 = at(p, 0, k)->operands[o];
     bool all_same = true, carry = true, outside = true;
+    bool equal_constants = v0->opcode == HS_OP_CONSTANT;
+    bool own_params = v0->opcode == HS_OP_PARAMETER &&
+                      p->reader_layer[v0->id] == 0 &&
+                      !hs_shape_is_tuple(&v0->shape);
     int cp = -1;
     for (int j = 1; j < p->L; j++) {
         const hs_instruction *v = at(p, j, k)->operands[o];
@@ -331,6 +490,10 @@ static int classify_operand(plan *p, int k, int o)
         else
             carry = false;
         outside = outside && lj < 0;
+        equal_constants = equal_constants && v->opcode == HS_OP_CONSTANT &&
+                          literal_equal(v, v0);
+        own_params = own_params && v->opcode == HS_OP_PARAMETER &&
+                     p->reader_layer[v->id] == j;
         if (lj >= 0 && lj != j - 1)
             return refuse(p,
                           "%%%s of %s reads %%%s of %s: a layer may only "
@@ -341,11 +504,15 @@ static int classify_operand(plan *p, int k, int o)
         if (!hs_shape_compatible(&v->shape, &v0->shape))
             return differs(p, j, k, "an operand's shape"), -2;
     }
-    slot s = {.v0 = v0, .p = -1};
-    if (all_same)
+    slot s = {.v0 = v0, .p = -1, .rk = k, .ro = o};
+    if (equal_constants)
+        s.kind = SLOT_CONSTANT;
+    else if (all_same)
         s.kind = SLOT_INVARIANT;
     else if (carry && cp >= 0)
         s.kind = SLOT_CARRY, s.p = cp;
+    else if (own_params)
+        s.kind = SLOT_STACKED_PARAM;
     else if (outside)
         s.kind = SLOT_STACKED;
     else
@@ -362,23 +529,18 @@ static int classify_operand(plan *p, int k, int o)
 static bool plan_slots(plan *p)
 {
     p->operand_slot = calloc((size_t)p->n, sizeof(int *));
-    p->self_xs = malloc(sizeof(int) * (size_t)p->n);
-    if (!p->operand_slot || !p->self_xs)
+    if (!p->operand_slot)
         return refuse(p, "out of host memory");
     for (int k = 0; k < p->n; k++) {
         const hs_instruction *a = at(p, 0, k);
-        p->self_xs[k] = -1;
         p->operand_slot[k] = malloc(sizeof(int) * (size_t)(a->n_operands + 1));
         if (!p->operand_slot[k])
             return refuse(p, "out of host memory");
-        bool literal_varies = false;
         for (int j = 1; j < p->L; j++) {
             const hs_instruction *b = at(p, j, k);
             const char *d = attribute_difference(a, b, 0);
             if (d)
                 return differs(p, j, k, d);
-            if (a->opcode == HS_OP_CONSTANT && !literal_equal(a, b))
-                literal_varies = true;
             for (int o = 0; o < a->n_operands; o++) {
                 int la = layer_of(p, a->operands[o]);
                 int lb = layer_of(p, b->operands[o]);
@@ -388,17 +550,6 @@ static bool plan_slots(plan *p)
                 if (la < 0 && lb == j)
                     return differs(p, j, k, "an operand");
             }
-        }
-        if (a->opcode == HS_OP_PARAMETER || literal_varies) {
-            if (hs_shape_is_tuple(&a->shape))
-                return refuse(p, "%%%s of %s is a tuple parameter",
-                              a->name, p->layer_path[0]);
-            slot s = {.kind = SLOT_STACKED, .v0 = a, .p = -1};
-            int r = add_slot(p, s);
-            if (r < 0)
-                return refuse(p, "out of host memory");
-            p->self_xs[k] = p->slots[r].index;
-            continue;
         }
         for (int o = 0; o < a->n_operands; o++) {
             p->operand_slot[k][o] = -1;
@@ -471,6 +622,7 @@ typedef struct rewrite {
     hs_builder *b;
     hs_instruction **map;      /* by source id: its copy in the new entry */
     hs_instruction **body_map; /* by position of layer 0: its copy */
+    hs_instruction **slot_body; /* by slot: a constant's copy in the body */
     hs_instruction *while_i;
     hs_instruction **carry_out; /* n_carry + n_invariant */
     hs_instruction *ys_out[HS_SCAN_MAX_YS];
@@ -529,10 +681,6 @@ static void body_fn(hs_builder *body, hs_scan_step *st, void *user)
     hs_instruction *ops_small[16];
     for (int k = 0; k < p->n; k++) {
         const hs_instruction *s = at(p, 0, k);
-        if (p->self_xs[k] >= 0) {
-            rw->body_map[k] = st->x[p->self_xs[k]];
-            continue;
-        }
         hs_instruction **ops = ops_small;
         if (s->n_operands > 16 &&
             !(ops = malloc(sizeof *ops * (size_t)s->n_operands))) {
@@ -546,10 +694,13 @@ static void body_fn(hs_builder *body, hs_scan_step *st, void *user)
                 continue;
             }
             const slot *x = &p->slots[sl];
+            if (x->kind == SLOT_CONSTANT && !rw->slot_body[sl])
+                rw->slot_body[sl] = copy_into(rw, bc, x->v0, NULL);
             ops[o] = x->kind == SLOT_CARRY ? st->carry[x->index]
                      : x->kind == SLOT_INVARIANT
                          ? st->carry[p->n_carry + x->index]
-                         : st->x[x->index];
+                     : x->kind == SLOT_CONSTANT ? rw->slot_body[sl]
+                                                : st->x[x->index];
         }
         rw->body_map[k] = copy_into(rw, bc, s, ops);
         if (ops != ops_small)
@@ -575,15 +726,29 @@ static void body_fn(hs_builder *body, hs_scan_step *st, void *user)
     st->n_ys = p->n_ys;
 }
 
+/* The new entry's copy of v, a value from outside the run; constants
+ * only the run read are copied here on demand. NULL when v is computed
+ * after the loop must start (error on the builder). */
+static hs_instruction *outside_value(rewrite *rw, const hs_instruction *v,
+                                     const char *reader)
+{
+    if (!rw->map[v->id] && v->opcode == HS_OP_CONSTANT)
+        rw->map[v->id] = copy_into(rw, hs_builder_computation(rw->b), v, NULL);
+    if (!rw->map[v->id])
+        hs_builder_fail(rw->b, HS_ERR_INVALID,
+                        "%%%s, read by %s, is computed after values of the "
+                        "run it reads are used",
+                        v->name, reader);
+    return rw->map[v->id];
+}
+
 /* The stacked [L, ...] input of slot s, in the new entry: a new parameter
  * for per-layer parameters, else the layers' values stacked in the graph. */
 static hs_instruction *stacked_input(rewrite *rw, const slot *s, int *param)
 {
     plan *p = rw->p;
     hs_builder *b = rw->b;
-    bool own = layer_of(p, s->v0) == 0; /* a position of the layer itself */
-    int k = own ? p->pos_of[s->v0->id] : -1;
-    if (own && s->v0->opcode == HS_OP_PARAMETER) {
+    if (s->kind == SLOT_STACKED_PARAM) {
         int64_t dims[HS_MAX_RANK];
         dims[0] = p->L;
         for (int d = 0; d < s->v0->shape.rank; d++)
@@ -599,28 +764,8 @@ static hs_instruction *stacked_input(rewrite *rw, const slot *s, int *param)
         return NULL;
     bool ok = true;
     for (int j = 0; j < p->L && ok; j++) {
-        hs_instruction *v;
-        if (own) {
-            v = copy_into(rw, hs_builder_computation(b), at(p, j, k), NULL);
-        } else {
-            /* operand o of position ko in layer j: found through v0's
-             * first reader in layer 0 */
-            v = NULL;
-            for (int kk = 0; kk < p->n && !v; kk++)
-                for (int o = 0; o < at(p, 0, kk)->n_operands && !v; o++)
-                    if (p->operand_slot[kk] && p->self_xs[kk] < 0 &&
-                        p->operand_slot[kk][o] >= 0 &&
-                        &p->slots[p->operand_slot[kk][o]] == s) {
-                        const hs_instruction *src =
-                            at(p, j, kk)->operands[o];
-                        v = rw->map[src->id];
-                        if (!v)
-                            hs_builder_fail(b, HS_ERR_INVALID,
-                                            "reroll: %%%s, read by %s, is "
-                                            "computed after the run starts",
-                                            src->name, p->layer_path[j]);
-                    }
-        }
+        hs_instruction *v = outside_value(rw, slot_value(p, s, j),
+                                          p->layer_path[j]);
         parts[j] = v ? with_unit_axis(b, v) : NULL;
         ok = parts[j] != NULL;
     }
@@ -639,7 +784,8 @@ static bool emit_while(rewrite *rw)
     rw->carry_out = hs_arena_alloc(rw->dst->arena,
                                    sizeof *rw->carry_out * ((size_t)nc + 1));
     rw->body_map = calloc((size_t)p->n, sizeof *rw->body_map);
-    if (!init || !xs || !rw->carry_out || !rw->body_map) {
+    rw->slot_body = calloc((size_t)p->n_slots + 1, sizeof *rw->slot_body);
+    if (!init || !xs || !rw->carry_out || !rw->body_map || !rw->slot_body) {
         free(init);
         free(xs);
         return false;
@@ -648,19 +794,15 @@ static bool emit_while(rewrite *rw)
     bool ok = true;
     for (int s = 0; s < p->n_slots && ok; s++) {
         const slot *x = &p->slots[s];
-        if (x->kind == SLOT_STACKED) {
+        if (x->kind == SLOT_STACKED || x->kind == SLOT_STACKED_PARAM) {
             xs[x->index] = stacked_input(rw, x, &param);
             ok = xs[x->index] != NULL;
             continue;
         }
-        hs_instruction *v = rw->map[x->v0->id];
-        if (!v) {
-            hs_builder_fail(b, HS_ERR_INVALID,
-                            "reroll: %%%s, read by the layers, is computed "
-                            "after the run starts",
-                            x->v0->name);
-            ok = false;
-        }
+        if (x->kind == SLOT_CONSTANT)
+            continue;
+        hs_instruction *v = outside_value(rw, x->v0, p->layer_path[0]);
+        ok = v != NULL;
         init[x->kind == SLOT_CARRY ? x->index : p->n_carry + x->index] = v;
     }
     if (ok) {
@@ -702,6 +844,17 @@ static hs_instruction *run_output(rewrite *rw, const hs_instruction *v)
     return r;
 }
 
+/* Whether entry parameter i is replaced by a stacked parameter. */
+static bool stacked_away(const plan *p, const hs_instruction *i)
+{
+    for (int s = 0; s < p->n_slots; s++)
+        if (p->slots[s].kind == SLOT_STACKED_PARAM)
+            for (int j = 0; j < p->L; j++)
+                if (slot_value(p, &p->slots[s], j) == i)
+                    return true;
+    return false;
+}
+
 /* Copies the entry, the run replaced by the while, into dst's new entry. */
 static bool rewrite_entry(rewrite *rw)
 {
@@ -711,7 +864,7 @@ static bool rewrite_entry(rewrite *rw)
     int param = 0;
     for (int k = 0; k < c->n_params; k++) {
         hs_shape sh;
-        if (layer_of(p, c->params[k]) >= 0)
+        if (stacked_away(p, c->params[k]))
             continue;
         if (!hs_shape_copy(rw->dst->arena, &sh, &c->params[k]->shape))
             return false;
@@ -721,7 +874,8 @@ static bool rewrite_entry(rewrite *rw)
     rw->n_kept_params = param;
     for (int k = 0; k < c->n_instrs && hs_builder_ok(rw->b); k++) {
         const hs_instruction *s = c->instrs[k];
-        if (layer_of(p, s) >= 0 || s->opcode == HS_OP_PARAMETER)
+        if (layer_of(p, s) >= 0 || s->opcode == HS_OP_PARAMETER ||
+            (s->opcode == HS_OP_CONSTANT && p->reader_layer[s->id] >= 0))
             continue;
         hs_instruction **ops = ops_small;
         if (s->n_operands > 16 &&
@@ -781,6 +935,7 @@ static hs_module *reroll_module(plan *p)
     }
     free(rw.map);
     free(rw.body_map);
+    free(rw.slot_body);
     if (!entry) {
         if (ok)
             snprintf(p->reason, sizeof p->reason, "%s", e.message);
@@ -885,12 +1040,11 @@ static hs_tensor **rerolled_args(const plan *p, hs_tensor **args,
     if (!r || !owned)
         goto fail;
     for (int k = 0; k < p->c->n_params; k++)
-        if (layer_of(p, p->c->params[k]) < 0)
+        if (!stacked_away(p, p->c->params[k]))
             r[n++] = args[k];
     for (int s = 0; s < p->n_slots; s++) {
         const slot *x = &p->slots[s];
-        if (x->kind != SLOT_STACKED || layer_of(p, x->v0) != 0 ||
-            x->v0->opcode != HS_OP_PARAMETER)
+        if (x->kind != SLOT_STACKED_PARAM)
             continue;
         int64_t dims[HS_MAX_RANK];
         dims[0] = p->L;
@@ -904,10 +1058,9 @@ static hs_tensor **rerolled_args(const plan *p, hs_tensor **args,
         owned[n] = true;
         r[n++] = t;
         size_t bytes = (size_t)hs_shape_bytes(&x->v0->shape);
-        int k = p->pos_of[x->v0->id];
         for (int j = 0; j < p->L; j++)
             memcpy((char *)t->data + (size_t)j * bytes,
-                   args[at(p, j, k)->index]->data, bytes);
+                   args[slot_value(p, x, j)->index]->data, bytes);
     }
     *n_out = n;
     *owned_out = owned;
@@ -1060,7 +1213,8 @@ static hs_module *try_reroll(const hs_module *m, const hs_group_tree *t,
     p->c = m->entry;
     p->t = t;
     p->run = g;
-    if (!plan_layers(p) || !plan_slots(p) || !plan_outputs(p))
+    if (!plan_layers(p) || !plan_align(p) || !plan_slots(p) ||
+        !plan_outputs(p))
         return NULL;
     return reroll_module(p);
 }
