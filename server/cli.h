@@ -15,6 +15,7 @@ enum { HS_EXIT_OK = 0, HS_EXIT_RUNTIME = 1, HS_EXIT_USAGE = 2 };
 int hs_cli_compile(int argc, char **argv);
 int hs_cli_run(int argc, char **argv);
 int hs_cli_devices(int argc, char **argv);
+int hs_cli_whatif(int argc, char **argv);
 
 /* ---- shared by the commands (cli_args.c, cli_program.c) ---- */
 
@@ -62,6 +63,9 @@ void cli_usage(const char *command, FILE *f);
  * every blocker (the caller frees it; NULL otherwise). */
 hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
                              hs_error *e, char **whole);
+/* FILE traced (a model with shapes only) or parsed, not compiled:
+ * a->file, device and module are read. */
+hs_program *cli_program_trace(const cli_args *a, hs_error *e);
 /* Prints "hloscope: FILE: where: message" and returns the exit status for
  * the error's class. */
 int cli_report_error(const char *file, const hs_error *e);

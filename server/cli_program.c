@@ -70,8 +70,9 @@ int cli_report_failure(const char *file, const hs_error *e, char *whole)
     return exit_status(e->status);
 }
 
-hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
-                             hs_error *e, char **whole)
+/* FILE traced (trace_only) or traced and compiled. */
+static hs_program *load(const cli_args *a, int module, bool trace_only,
+                        hs_error *e, char **whole)
 {
     size_t len;
     char *text = hs_read_file(a->file, &len, e);
@@ -102,8 +103,21 @@ hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
     o.max_run_bytes = a->max_run_bytes;
     o.max_run_bytes_name = "--max-run-bytes";
     o.args_dir = a->args_dir;
-    hs_program *p = hs_program_build(&src, &o, e);
+    hs_program *p = trace_only ? hs_program_trace(&src, &o, e)
+                               : hs_program_build(&src, &o, e);
     free(text);
+    return p;
+}
+
+hs_program *cli_program_trace(const cli_args *a, hs_error *e)
+{
+    return load(a, a->module, true, e, NULL);
+}
+
+hs_program *cli_program_load(const cli_args *a, int module, bool for_run,
+                             hs_error *e, char **whole)
+{
+    hs_program *p = load(a, module, false, e, whole);
     if (p && for_run && hs_program_materialize(p, e) != HS_OK) {
         if (whole) {
             *whole = p->refusal;

@@ -28,6 +28,9 @@ static void usage(FILE *f)
             "               re-trace every step as a lazy-tensor frontend does, dispatch\n"
             "               asynchronously (queue depth D, default 2) and print per-step\n"
             "               trace/compile/device times, goodput, MFU (docs/STEPS.md)\n"
+            "  whatif FILE [--device NAME] [--budget BYTES] [--module N] [--emit json|text]\n"
+            "               what reroll-as-scan, offloading and sharding would do to\n"
+            "               your own module (docs/WHATIF.md)\n"
             "  devices      list the emulated device presets\n"
             "  serve [--port 8080] [--bind 127.0.0.1] [--data DIR] [--examples DIR] ...\n"
             "               the REST API (docs/API.md); `serve --help` lists the limits\n"
@@ -55,6 +58,8 @@ int main(int argc, char **argv)
         return hs_cli_run(argc - 2, argv + 2);
     if (strcmp(cmd, "devices") == 0)
         return hs_cli_devices(argc - 2, argv + 2);
+    if (strcmp(cmd, "whatif") == 0)
+        return hs_cli_whatif(argc - 2, argv + 2);
     if (strcmp(cmd, "serve") == 0)
         return hs_cli_serve(argc - 2, argv + 2);
     fprintf(stderr, "hloscope: unknown command '%s'\n", cmd);

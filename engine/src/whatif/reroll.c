@@ -1001,25 +1001,25 @@ static bool runnable(const plan *p, const hs_whatif_options *o,
 {
     hs_error e;
     if (!o->run_equivalence) {
-        snprintf(note, size, "not run: compile only was asked");
+        snprintf(note, size, "compile only was asked");
         return false;
     }
     for (int k = 0; k < p->c->n_params; k++)
         if (hs_shape_is_tuple(&p->c->params[k]->shape)) {
-            snprintf(note, size, "not run: entry parameter %s is a tuple",
+            snprintf(note, size, "entry parameter %s is a tuple",
                      p->c->params[k]->name);
             return false;
         }
     if (hs_device_check(hs_executable_module(before), &e) != HS_OK ||
         hs_device_check(hs_executable_module(after), &e) != HS_OK) {
-        snprintf(note, size, "not run: %.200s", e.message);
+        snprintf(note, size, "%.200s", e.message);
         return false;
     }
     int64_t need = run_bytes(before) > run_bytes(after) ? run_bytes(before)
                                                          : run_bytes(after);
     if (o->max_run_bytes > 0 && (double)need > o->max_run_bytes) {
         snprintf(note, size,
-                 "not run: arguments and peak need %" PRId64
+                 "arguments and peak need %" PRId64
                  " bytes, more than the run limit of %.0f",
                  need, o->max_run_bytes);
         return false;
@@ -1132,7 +1132,7 @@ static hs_status run_both(const plan *p, const hs_whatif_options *o,
     } else if (s != HS_ERR_CANCELLED && s != HS_ERR_NOMEM) {
         /* A run the device refuses is a fact about the module, not a
          * failure of the what-if. */
-        snprintf(sc->note, sizeof sc->note, "not run: %.200s", err->message);
+        snprintf(sc->note, sizeof sc->note, "the device refused the run: %.200s", err->message);
         s = HS_OK;
     }
     hs_tensors_free(outs_a, n_a);
