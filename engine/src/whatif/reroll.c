@@ -211,118 +211,6 @@ static const hs_instruction *at(const plan *p, int j, int k)
     return p->in[(size_t)j * p->n + k];
 }
 
-/* ---- aligning the layers ---------------------------------------------------- */
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 33);
-}
-
-static uint64_t shape_hash(const hs_shape *s)
-{
-    uint64_t h = mix((uint64_t)s->dtype, (uint64_t)s->rank);
-    for (int d = 0; d < s->rank; d++)
-        h = mix(h, (uint64_t)s->dims[d]);
-    return mix(h, (uint64_t)s->n_elems);
-}
-
-typedef struct keyed {
-    uint64_t key;
-    int k;
-} keyed;
-
-static int keyed_order(const void *a, const void *b)
-{
-    const keyed *x = a, *y = b;
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return x->k - y->k;
-}
-
-/* The group tree finds layers as sets (its fingerprint does not depend on
- * order), and a layer cut where the fewest values cross may list its
- * instructions in another order than the layer before it. Each layer is
- * put in layer 0's order by a structural key: what an instruction
- * computes from what (operands inside the layer by their key, others by
- * shape only: layer 0 reads the run's input where the others read the
- * layer before), then what reads it inside the layer. Equal keys keep
- * definition order; the isomorphism check that follows proves or refutes
- * the match. */
-static bool plan_align(plan *p)
-{
-    uint64_t *h = calloc((size_t)p->n_ids, sizeof *h);
-    uint64_t *h2 = calloc((size_t)p->n_ids, sizeof *h2);
-    keyed *k0 = malloc(sizeof *k0 * (size_t)p->n);
-    keyed *kj = malloc(sizeof *kj * (size_t)p->n);
-    const hs_instruction **row = malloc(sizeof *row * (size_t)p->n);
-    bool ok = h && h2 && k0 && kj && row;
-    for (int k = 0; ok && k < p->c->n_instrs; k++) {
-        const hs_instruction *i = p->c->instrs[k];
-        int j = p->layer_of[i->id];
-        if (j < 0)
-            continue;
-        uint64_t x = mix(mix((uint64_t)i->opcode, shape_hash(&i->shape)),
-                         (uint64_t)i->n_operands);
-        if (i->opcode == HS_OP_GET_TUPLE_ELEMENT)
-            x = mix(x, (uint64_t)i->index);
-        for (int o = 0; o < i->n_operands; o++) {
-            const hs_instruction *v = i->operands[o];
-            x = mix(x, p->layer_of[v->id] == j
-                           ? h[v->id]
-                           : mix(977, shape_hash(&v->shape)));
-        }
-        h[i->id] = x;
-        h2[i->id] = x;
-    }
-    for (int k = 0; ok && k < p->c->n_instrs; k++) {
-        const hs_instruction *i = p->c->instrs[k];
-        int j = p->layer_of[i->id];
-        for (int o = 0; j >= 0 && o < i->n_operands; o++)
-            if (p->layer_of[i->operands[o]->id] == j)
-                h2[i->operands[o]->id] += mix(h[i->id], (uint64_t)o);
-    }
-    for (int k = 0; ok && k < p->n; k++)
-        k0[k] = (keyed){h2[at(p, 0, k)->id], k};
-    if (ok)
-        qsort(k0, (size_t)p->n, sizeof *k0, keyed_order);
-    for (int j = 1; ok && j < p->L; j++) {
-        for (int k = 0; k < p->n; k++)
-            kj[k] = (keyed){h2[at(p, j, k)->id], k};
-        qsort(kj, (size_t)p->n, sizeof *kj, keyed_order);
-        for (int r = 0; r < p->n; r++) {
-            if (kj[r].key != k0[r].key) {
-                /* the first instruction of layer j without a twin */
-                const hs_instruction *a = at(p, j, kj[r].k);
-                char sa[128];
-                hs_shape_print(&a->shape, false, sa, sizeof sa);
-                refuse(p,
-                       "%s has %%%s (%s %s) where %s has nothing computed "
-                       "the same way",
-                       p->layer_path[j], a->name, hs_opcode_name(a->opcode),
-                       sa, p->layer_path[0]);
-                ok = false;
-                break;
-            }
-            row[k0[r].k] = at(p, j, kj[r].k);
-        }
-        for (int k = 0; ok && k < p->n; k++) {
-            p->in[(size_t)j * p->n + k] = row[k];
-            p->pos_of[row[k]->id] = k;
-        }
-    }
-    if (!(h && h2 && k0 && kj && row))
-        refuse(p, "out of host memory");
-    free(h);
-    free(h2);
-    free(k0);
-    free(kj);
-    free(row);
-    return ok;
-}
-
-
 /* ---- isomorphism ---------------------------------------------------------- */
 
 static bool same_computation(const hs_computation *a, const hs_computation *b,
@@ -449,6 +337,131 @@ static bool same_slot(const plan *p, const slot *a, const slot *b)
                 return false;
     return true;
 }
+
+/* ---- aligning the layers ---------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+static uint64_t shape_hash(const hs_shape *s)
+{
+    uint64_t h = mix((uint64_t)s->dtype, (uint64_t)s->rank);
+    for (int d = 0; d < s->rank; d++)
+        h = mix(h, (uint64_t)s->dims[d]);
+    return mix(h, (uint64_t)s->n_elems);
+}
+
+typedef struct keyed {
+    uint64_t key;
+    int k;
+} keyed;
+
+static int keyed_order(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->k - y->k;
+}
+
+/* The group tree finds layers as sets (its fingerprint does not depend on
+ * order), and a layer cut where the fewest values cross may list its
+ * instructions in another order than the layer before it. Each layer is
+ * put in layer 0's order by a structural key: what an instruction
+ * computes from what (operands inside the layer by their key, others by
+ * shape only: layer 0 reads the run's input where the others read the
+ * layer before), then what reads it inside the layer. Equal keys keep
+ * definition order; the isomorphism check that follows proves or refutes
+ * the match. */
+static bool plan_align(plan *p)
+{
+    uint64_t *h = calloc((size_t)p->n_ids, sizeof *h);
+    uint64_t *h2 = calloc((size_t)p->n_ids, sizeof *h2);
+    keyed *k0 = malloc(sizeof *k0 * (size_t)p->n);
+    keyed *kj = malloc(sizeof *kj * (size_t)p->n);
+    const hs_instruction **row = malloc(sizeof *row * (size_t)p->n);
+    bool ok = h && h2 && k0 && kj && row;
+    for (int k = 0; ok && k < p->c->n_instrs; k++) {
+        const hs_instruction *i = p->c->instrs[k];
+        int j = p->layer_of[i->id];
+        if (j < 0)
+            continue;
+        uint64_t x = mix(mix((uint64_t)i->opcode, shape_hash(&i->shape)),
+                         (uint64_t)i->n_operands);
+        if (i->opcode == HS_OP_GET_TUPLE_ELEMENT)
+            x = mix(x, (uint64_t)i->index);
+        for (int o = 0; o < i->n_operands; o++) {
+            const hs_instruction *v = i->operands[o];
+            x = mix(x, p->layer_of[v->id] == j
+                           ? h[v->id]
+                           : mix(977, shape_hash(&v->shape)));
+        }
+        h[i->id] = x;
+        h2[i->id] = x;
+    }
+    for (int k = 0; ok && k < p->c->n_instrs; k++) {
+        const hs_instruction *i = p->c->instrs[k];
+        int j = p->layer_of[i->id];
+        for (int o = 0; j >= 0 && o < i->n_operands; o++)
+            if (p->layer_of[i->operands[o]->id] == j)
+                h2[i->operands[o]->id] += mix(h[i->id], (uint64_t)o);
+    }
+    for (int k = 0; ok && k < p->n; k++)
+        k0[k] = (keyed){h2[at(p, 0, k)->id], k};
+    if (ok)
+        qsort(k0, (size_t)p->n, sizeof *k0, keyed_order);
+    for (int j = 1; ok && j < p->L; j++) {
+        for (int k = 0; k < p->n; k++)
+            kj[k] = (keyed){h2[at(p, j, k)->id], k};
+        qsort(kj, (size_t)p->n, sizeof *kj, keyed_order);
+        for (int r = 0; r < p->n; r++) {
+            if (kj[r].key != k0[r].key) {
+                /* Said as scan_layers says it when the definition orders
+                 * agree up to a differing instruction; else the first
+                 * instruction of layer j without a twin. */
+                for (int k = 0; k < p->n; k++) {
+                    const char *d = attribute_difference(at(p, 0, k),
+                                                         at(p, j, k), 0);
+                    if (d) {
+                        differs(p, j, k, d);
+                        break;
+                    }
+                }
+                ok = false;
+                if (p->reason[0])
+                    break;
+                const hs_instruction *a = at(p, j, kj[r].k);
+                char sa[128];
+                hs_shape_print(&a->shape, false, sa, sizeof sa);
+                refuse(p,
+                       "%s has %%%s (%s %s) where %s has nothing computed "
+                       "the same way",
+                       p->layer_path[j], a->name, hs_opcode_name(a->opcode),
+                       sa, p->layer_path[0]);
+                ok = false;
+                break;
+            }
+            row[k0[r].k] = at(p, j, kj[r].k);
+        }
+        for (int k = 0; ok && k < p->n; k++) {
+            p->in[(size_t)j * p->n + k] = row[k];
+            p->pos_of[row[k]->id] = k;
+        }
+    }
+    if (!(h && h2 && k0 && kj && row))
+        refuse(p, "out of host memory");
+    free(h);
+    free(h2);
+    free(k0);
+    free(kj);
+    free(row);
+    return ok;
+}
+
 
 static int add_slot(plan *p, slot s)
 {
@@ -1228,30 +1241,50 @@ hs_status hs__whatif_reroll(const hs_module *m, const hs_group_tree *t,
     hs_status s = list_repeats(m, t, w, err);
     if (s != HS_OK)
         return s;
-    /* Runs of the entry, largest first; the first that rerolls is kept,
-     * and the largest one's refusal is said when it was not it. */
+    /* Runs of the entry, largest first, then numbered siblings that the
+     * tree did not find identical (so that a refusal says which
+     * instruction differs); the first that rerolls is kept, and the first
+     * one's refusal is said when it was not it. */
+    int *cand = malloc(sizeof(int) * (size_t)(t->n_groups + 1));
+    int n_cand = 0;
+    if (!cand)
+        return hs_error_set(err, HS_ERR_NOMEM, "whatif: out of host memory");
+    for (int k = 0; k < w->n_repeats; k++) {
+        int g = hs_groups_find(t, w->repeats[k].path,
+                               strlen(w->repeats[k].path));
+        if (g >= 0 && t->groups[g].computation == m->entry)
+            cand[n_cand++] = g;
+    }
+    for (int g = 0; g < t->n_groups; g++) {
+        const hs_group *x = &t->groups[g];
+        bool numbered = x->repeat <= 1 && x->n_children >= 2 &&
+                        x->computation == m->entry;
+        for (int c = 0; numbered && c < x->n_children; c++)
+            numbered = t->groups[x->children[c]].is_repeat_item;
+        if (numbered)
+            cand[n_cand++] = g;
+    }
     plan p;
     hs_module *r = NULL;
     char first_reason[512] = "";
     const char *first_path = NULL;
-    for (int k = 0; k < w->n_repeats && !r; k++) {
-        int g = hs_groups_find(t, w->repeats[k].path,
-                               strlen(w->repeats[k].path));
-        if (g < 0 || t->groups[g].computation != m->entry)
-            continue;
-        if (o->cancel && atomic_load(o->cancel))
+    for (int k = 0; k < n_cand && !r; k++) {
+        if (o->cancel && atomic_load(o->cancel)) {
+            free(cand);
             return hs_error_set(err, HS_ERR_CANCELLED, "whatif: cancelled");
-        r = try_reroll(m, t, g, &p);
+        }
+        r = try_reroll(m, t, cand[k], &p);
         if (!r) {
             if (!first_path) {
-                first_path = w->repeats[k].path;
+                first_path = hs_arena_strdup(w->arena, t->groups[cand[k]].path);
                 snprintf(first_reason, sizeof first_reason, "%s", p.reason);
             }
             plan_free(&p);
             continue;
         }
-        sc->path = w->repeats[k].path;
+        sc->path = hs_arena_strdup(w->arena, t->groups[cand[k]].path);
     }
+    free(cand);
     if (!r) {
         sc->analysed = false;
         snprintf(sc->reason, sizeof sc->reason, "%s%s%s",
