@@ -128,7 +128,7 @@ static void decoder_dumped_unrolled_rerolls_into_one_bit_identical_while(
  * (a loop invariant) and the layer before; the middle of layer 1 and the
  * last layer are read after the run (a y and the final carry). */
 
-static char *stack_text(const char *op2)
+static char *stack_text(const char *op1, const char *op2)
 {
     static const char head[] =
         "HloModule stack\n"
@@ -145,8 +145,12 @@ static char *stack_text(const char *op2)
              "  t0 = f32[4,8] tanh(a0), metadata={op_name=\"layers.0/act\"}\n",
              "  d1 = f32[4,8] dot(t0, w1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name=\"layers.1/linear\"}\n"
              "  a1 = f32[4,8] add(d1, s), metadata={op_name=\"layers.1/shift\"}\n"
-             "  t1 = f32[4,8] tanh(a1), metadata={op_name=\"layers.1/act\"}\n",
+             "  t1 = f32[4,8] OP1(a1), metadata={op_name=\"layers.1/act\"}\n",
              "  d2 = f32[4,8] dot(t1, w2), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name=\"layers.2/linear\"}\n");
+    char *op = strstr(layers, "OP1");
+    char tail[1024];
+    snprintf(tail, sizeof tail, "%s%s", op1, op + 3);
+    snprintf(op, sizeof layers - (size_t)(op - layers), "%s", tail);
     char *text = malloc(8192);
     snprintf(text, 8192,
              "%s%s"
@@ -161,7 +165,7 @@ static char *stack_text(const char *op2)
 static void invariants_and_values_read_after_the_run_stay_bit_identical(
     void **state)
 {
-    char *text = stack_text("tanh");
+    char *text = stack_text("tanh", "tanh");
     hs_module *m = parse(text);
     free(text);
     hs_whatif w;
@@ -181,9 +185,10 @@ static void invariants_and_values_read_after_the_run_stay_bit_identical(
     hs_module_free(m);
 }
 
+/* The middle layer differs: no two neighbours alike, nothing rerolls. */
 static void blocks_that_differ_in_one_instruction_say_which(void **state)
 {
-    char *text = stack_text("exponential");
+    char *text = stack_text("exponential", "tanh");
     hs_module *m = parse(text);
     free(text);
     hs_whatif w;
@@ -191,9 +196,10 @@ static void blocks_that_differ_in_one_instruction_say_which(void **state)
     assert_false(w.scan.analysed);
     assert_null(w.scan.rerolled);
     /* both instructions named, and what differs */
-    assert_contains(w.scan.reason, "t2");
-    assert_contains(w.scan.reason, "opcode");
-    assert_contains(w.scan.reason, "layers.2");
+    assert_contains(w.scan.reason, "%t1 (exponential");
+    assert_contains(w.scan.reason, "(tanh");
+    assert_contains(w.scan.reason, "opcode differs");
+    assert_contains(w.scan.reason, "layers.1");
     json_t *j = hs_whatif_json(&w);
     json_t *scan = json_object_get(j, "scan");
     assert_true(json_is_false(json_object_get(scan, "analysed")));
@@ -203,6 +209,26 @@ static void blocks_that_differ_in_one_instruction_say_which(void **state)
     assert_true(json_is_false(
         json_object_get(json_object_get(j, "offload"), "analysed")));
     json_decref(j);
+    hs_whatif_free(&w);
+    hs_module_free(m);
+}
+
+/* The last layer differs: the first two are rerolled, the last stays
+ * unrolled, and the note says which instruction set it apart. */
+static void a_differing_last_layer_stays_unrolled(void **state)
+{
+    char *text = stack_text("tanh", "exponential");
+    hs_module *m = parse(text);
+    free(text);
+    hs_whatif w;
+    analyse(m, true, &w);
+    if (!w.scan.analysed)
+        fail_msg("not rerolled: %s", w.scan.reason);
+    assert_contains(w.scan.note, "layers 0..1 of 3");
+    assert_contains(w.scan.note, "%t2 (exponential");
+    assert_int_equal(count_opcode(w.scan.rerolled, HS_OP_WHILE), 1);
+    assert_int_equal(count_opcode(w.scan.rerolled, HS_OP_EXP), 1);
+    assert_int_equal(w.scan.equivalent, 1);
     hs_whatif_free(&w);
     hs_module_free(m);
 }
@@ -253,15 +279,24 @@ static void mixtral_finds_its_32_layers(void **state)
     analyse(m, false, &w);
     assert_true(w.n_repeats >= 1);
     assert_int_equal(w.repeats[0].count, 32);
-    if (w.scan.analysed) {
-        assert_int_equal(hs_module_verify(w.scan.rerolled, &err), HS_OK);
-        assert_int_equal(count_opcode(w.scan.rerolled, HS_OP_WHILE),
-                         count_opcode(m, HS_OP_WHILE) + 1);
-        assert_true(w.scan.instructions_after < w.scan.instructions_before);
-    } else {
-        assert_contains(w.scan.reason, "run.");
-        assert_contains(w.scan.reason, "layer.");
-    }
+    /* The forward layers of the train step: the first and last are cut
+     * a few instructions off the others (the remat opt-barrier between
+     * layers), the 30 between reroll, and the module verifies, prints as
+     * HLO text and parses back. */
+    if (!w.scan.analysed)
+        fail_msg("not rerolled: %s", w.scan.reason);
+    assert_string_equal(w.scan.path, w.repeats[0].path);
+    assert_contains(w.scan.note, "of 32 rerolled");
+    assert_int_equal(hs_module_verify(w.scan.rerolled, &err), HS_OK);
+    assert_int_equal(count_opcode(w.scan.rerolled, HS_OP_WHILE),
+                     count_opcode(m, HS_OP_WHILE) + 1);
+    assert_true(w.scan.instructions_after < w.scan.instructions_before);
+    char *back_text = print(w.scan.rerolled);
+    hs_module *back = parse(back_text);
+    free(back_text);
+    assert_int_equal(hs_module_instruction_count(back),
+                     w.scan.instructions_after);
+    hs_module_free(back);
     hs_whatif_free(&w);
     hs_module_free(m);
 }
@@ -274,6 +309,7 @@ int main(void)
         cmocka_unit_test(
             invariants_and_values_read_after_the_run_stay_bit_identical),
         cmocka_unit_test(blocks_that_differ_in_one_instruction_say_which),
+        cmocka_unit_test(a_differing_last_layer_stays_unrolled),
         cmocka_unit_test(a_module_without_repeats_says_so),
         cmocka_unit_test(an_unknown_device_fails_the_whole),
         cmocka_unit_test(mixtral_finds_its_32_layers),

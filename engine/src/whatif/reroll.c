@@ -93,6 +93,7 @@ typedef struct plan {
     int n_ys;
     const hs_instruction *ys_pos[HS_SCAN_MAX_YS];
     char reason[512];
+    char phase_note[512]; /* when only some of the run's layers are kept */
 } plan;
 
 static void plan_free(plan *p)
@@ -180,20 +181,6 @@ static bool plan_layers(plan *p)
                           p->layer_path[j], n, p->layer_path[0], p->n);
         }
     free(count);
-    p->reader_layer = malloc(sizeof(int) * (size_t)p->n_ids);
-    if (!p->reader_layer)
-        return refuse(p, "out of host memory");
-    for (int k = 0; k < p->n_ids; k++)
-        p->reader_layer[k] = -3;
-    for (int k = 0; k < p->c->n_instrs; k++) {
-        const hs_instruction *i = p->c->instrs[k];
-        for (int o = 0; o < i->n_operands; o++) {
-            int *r = &p->reader_layer[i->operands[o]->id];
-            int here = p->layer_of[i->id];
-            *r = *r == -3 || *r == here ? here : -2;
-        }
-    }
-    p->reader_layer[p->c->root->id] = -2;
     p->in = calloc((size_t)p->L * (size_t)p->n, sizeof *p->in);
     if (!p->in || p->n == 0)
         return refuse(p, p->n ? "out of host memory" : "empty layers");
@@ -254,10 +241,16 @@ static const char *attribute_difference(const hs_instruction *a,
         return "target";
     if (a->n_extra != b->n_extra)
         return "attributes";
-    for (int k = 0; k < a->n_extra; k++)
-        if (!same_text(a->extra[k].key, b->extra[k].key) ||
-            !same_text(a->extra[k].value, b->extra[k].value))
+    for (int k = 0; k < a->n_extra; k++) {
+        if (!same_text(a->extra[k].key, b->extra[k].key))
             return a->extra[k].key ? a->extra[k].key : "attributes";
+        /* A collective's channel_id names the instance, not what it
+         * computes: one loop body has one. */
+        if (a->extra[k].key && strcmp(a->extra[k].key, "channel_id") == 0)
+            continue;
+        if (!same_text(a->extra[k].value, b->extra[k].value))
+            return a->extra[k].key ? a->extra[k].key : "attributes";
+    }
     if (a->n_called != b->n_called)
         return "called computations";
     for (int k = 0; k < a->n_called; k++)
@@ -307,18 +300,27 @@ static bool literal_equal(const hs_instruction *a, const hs_instruction *b)
            same_text(a->literal_text, b->literal_text);
 }
 
-static bool differs(plan *p, int j, int k, const char *what)
+/* Writes into buf how instruction k of layers ja and jb differ, as
+ * scan_layers' homogeneity check says it. */
+static void say_difference(const plan *p, int ja, int jb, int k,
+                           const char *what, char *buf, size_t size)
 {
-    const hs_instruction *a = at(p, 0, k), *b = at(p, j, k);
+    const hs_instruction *a = at(p, ja, k), *b = at(p, jb, k);
     char sa[128], sb[128];
     hs_shape_print(&a->shape, false, sa, sizeof sa);
     hs_shape_print(&b->shape, false, sb, sizeof sb);
-    return refuse(p,
-                  "%s and %s differ at instruction %d of %d: %%%s "
-                  "(%s %s) vs %%%s (%s %s): %s differs",
-                  p->layer_path[0], p->layer_path[j], k, p->n, a->name,
-                  hs_opcode_name(a->opcode), sa, b->name,
-                  hs_opcode_name(b->opcode), sb, what);
+    snprintf(buf, size,
+             "%s and %s differ at instruction %d of %d: %%%s (%s %s) vs "
+             "%%%s (%s %s): %s differs",
+             p->layer_path[ja], p->layer_path[jb], k, p->n, a->name,
+             hs_opcode_name(a->opcode), sa, b->name,
+             hs_opcode_name(b->opcode), sb, what);
+}
+
+static bool differs(plan *p, int j, int k, const char *what)
+{
+    say_difference(p, 0, j, k, what, p->reason, sizeof p->reason);
+    return false;
 }
 
 static const hs_instruction *slot_value(const plan *p, const slot *s, int j)
@@ -335,6 +337,26 @@ static bool same_slot(const plan *p, const slot *a, const slot *b)
         for (int j = 1; j < p->L; j++)
             if (slot_value(p, a, j) != slot_value(p, b, j))
                 return false;
+    return true;
+}
+
+/* Who reads each value: one layer, after the run, or several places. */
+static bool plan_readers(plan *p)
+{
+    p->reader_layer = malloc(sizeof(int) * (size_t)p->n_ids);
+    if (!p->reader_layer)
+        return refuse(p, "out of host memory");
+    for (int k = 0; k < p->n_ids; k++)
+        p->reader_layer[k] = -3;
+    for (int k = 0; k < p->c->n_instrs; k++) {
+        const hs_instruction *i = p->c->instrs[k];
+        for (int o = 0; o < i->n_operands; o++) {
+            int *r = &p->reader_layer[i->operands[o]->id];
+            int here = p->layer_of[i->id];
+            *r = *r == -3 || *r == here ? here : -2;
+        }
+    }
+    p->reader_layer[p->c->root->id] = -2;
     return true;
 }
 
@@ -366,6 +388,58 @@ static int keyed_order(const void *a, const void *b)
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
     return x->k - y->k;
+}
+
+/* Keeps the longest stretch of consecutive layers whose instructions have
+ * the same keys (h2, as a multiset). A cut that falls a few instructions
+ * off the layer's own boundary (the Mixtral train step's first forward
+ * layer lacks the opt-barrier the others start with, the remat of the
+ * layer before it) leaves the first or last layer unlike the others: they
+ * stay outside the loop, unrolled, and the note says so. */
+static void keep_longest_alike(plan *p, const uint64_t *h2)
+{
+    uint64_t *sig = calloc((size_t)p->L, sizeof *sig);
+    if (!sig)
+        return;
+    for (int j = 0; j < p->L; j++)
+        for (int k = 0; k < p->n; k++)
+            sig[j] += mix(h2[at(p, j, k)->id], 17);
+    int best_a = 0, best_len = 0;
+    for (int a = 0; a < p->L;) {
+        int b = a + 1;
+        while (b < p->L && sig[b] == sig[a])
+            b++;
+        if (b - a > best_len)
+            best_a = a, best_len = b - a;
+        a = b;
+    }
+    free(sig);
+    if (best_len < 2 || best_len == p->L)
+        return; /* the check below says what differs */
+    /* what sets the nearest other layer apart, in definition order */
+    int ja = best_a > 0 ? best_a : best_a + best_len - 1;
+    int jb = best_a > 0 ? best_a - 1 : best_a + best_len;
+    char why[400] = "";
+    for (int k = 0; k < p->n && !why[0]; k++) {
+        const char *d = attribute_difference(at(p, ja, k), at(p, jb, k), 0);
+        if (d)
+            say_difference(p, ja, jb, k, d, why, sizeof why);
+    }
+    for (int k = 0; k < p->c->n_instrs; k++) {
+        int *l = &p->layer_of[p->c->instrs[k]->id];
+        *l = *l >= best_a && *l < best_a + best_len ? *l - best_a : -1;
+    }
+    memmove(p->in, p->in + (size_t)best_a * p->n,
+            sizeof *p->in * (size_t)best_len * (size_t)p->n);
+    memmove(p->layer_path, p->layer_path + best_a,
+            sizeof *p->layer_path * (size_t)best_len);
+    snprintf(p->phase_note, sizeof p->phase_note,
+             "layers %d..%d of %d rerolled (%s..%s); the others differ "
+             "from them and stay unrolled: %s",
+             best_a, best_a + best_len - 1, p->L, p->layer_path[0],
+             p->layer_path[best_len - 1],
+             why[0] ? why : "they hold other instructions");
+    p->L = best_len;
 }
 
 /* The group tree finds layers as sets (its fingerprint does not depend on
@@ -410,6 +484,8 @@ static bool plan_align(plan *p)
             if (p->layer_of[i->operands[o]->id] == j)
                 h2[i->operands[o]->id] += mix(h[i->id], (uint64_t)o);
     }
+    if (ok)
+        keep_longest_alike(p, h2);
     for (int k = 0; ok && k < p->n; k++)
         k0[k] = (keyed){h2[at(p, 0, k)->id], k};
     if (ok)
@@ -463,6 +539,14 @@ static bool plan_align(plan *p)
 }
 
 
+/* Carries a slot takes: a tuple's elements, else one. */
+static int carry_width(const slot *s)
+{
+    return s->kind == SLOT_CARRY && hs_shape_is_tuple(&s->v0->shape)
+               ? s->v0->shape.n_elems
+               : 1;
+}
+
 static int add_slot(plan *p, slot s)
 {
     for (int k = 0; k < p->n_slots; k++)
@@ -476,7 +560,16 @@ static int add_slot(plan *p, slot s)
         p->slots = q;
         p->cap_slots = cap;
     }
-    s.index = s.kind == SLOT_CARRY       ? p->n_carry++
+    /* A tuple carry (the operand of an opt-barrier between layers) is
+     * carried as its elements: hs_scan carries arrays. */
+    int width = s.kind == SLOT_CARRY && hs_shape_is_tuple(&s.v0->shape)
+                    ? s.v0->shape.n_elems
+                    : 1;
+    for (int e = 0; width > 1 && e < width; e++)
+        if (hs_shape_is_tuple(&s.v0->shape.elems[e]))
+            return -1;
+    p->n_carry += width - 1;
+    s.index = s.kind == SLOT_CARRY       ? p->n_carry++ - (width - 1)
               : s.kind == SLOT_INVARIANT ? p->n_invariant++
               : s.kind == SLOT_CONSTANT  ? -1
                                          : p->n_xs++;
@@ -535,7 +628,10 @@ static int classify_operand(plan *p, int k, int o)
                       o, at(p, 0, k)->name, p->layer_path[0]),
                -2;
     int r = add_slot(p, s);
-    return r >= 0 ? r : (refuse(p, "out of host memory"), -2);
+    return r >= 0 ? r
+                  : (refuse(p, "%%%s carries a nested tuple or host memory "
+                               "ran out", v0->name),
+                     -2);
 }
 
 /* Checks every layer against layer 0 and classifies its inputs. */
@@ -709,7 +805,14 @@ static void body_fn(hs_builder *body, hs_scan_step *st, void *user)
             const slot *x = &p->slots[sl];
             if (x->kind == SLOT_CONSTANT && !rw->slot_body[sl])
                 rw->slot_body[sl] = copy_into(rw, bc, x->v0, NULL);
-            ops[o] = x->kind == SLOT_CARRY ? st->carry[x->index]
+            if (x->kind == SLOT_CARRY && hs_shape_is_tuple(&x->v0->shape) &&
+                !rw->slot_body[sl])
+                rw->slot_body[sl] = hs_b_tuple(body, &st->carry[x->index],
+                                               x->v0->shape.n_elems);
+            ops[o] = x->kind == SLOT_CARRY
+                         ? (hs_shape_is_tuple(&x->v0->shape)
+                                ? rw->slot_body[sl]
+                                : st->carry[x->index])
                      : x->kind == SLOT_INVARIANT
                          ? st->carry[p->n_carry + x->index]
                      : x->kind == SLOT_CONSTANT ? rw->slot_body[sl]
@@ -726,7 +829,11 @@ static void body_fn(hs_builder *body, hs_scan_step *st, void *user)
     for (int s = 0; s < p->n_slots; s++) {
         const slot *x = &p->slots[s];
         if (x->kind == SLOT_CARRY)
-            st->new_carry[x->index] = rw->body_map[x->p];
+            for (int e = 0; e < carry_width(x); e++)
+                st->new_carry[x->index + e] =
+                    hs_shape_is_tuple(&x->v0->shape)
+                        ? hs_b_get_tuple_element(body, rw->body_map[x->p], e)
+                        : rw->body_map[x->p];
         else if (x->kind == SLOT_INVARIANT)
             st->new_carry[p->n_carry + x->index] =
                 st->carry[p->n_carry + x->index];
@@ -816,7 +923,11 @@ static bool emit_while(rewrite *rw)
             continue;
         hs_instruction *v = outside_value(rw, x->v0, p->layer_path[0]);
         ok = v != NULL;
-        init[x->kind == SLOT_CARRY ? x->index : p->n_carry + x->index] = v;
+        for (int e = 0; v && e < carry_width(x); e++)
+            init[(x->kind == SLOT_CARRY ? 0 : p->n_carry) + x->index + e] =
+                hs_shape_is_tuple(&x->v0->shape)
+                    ? hs_b_get_tuple_element(b, v, e)
+                    : v;
     }
     if (ok) {
         hs_scan_options so = {.scope = "reroll"};
@@ -841,7 +952,11 @@ static hs_instruction *run_output(rewrite *rw, const hs_instruction *v)
         for (int s = 0; s < p->n_slots; s++)
             if (p->slots[s].kind == SLOT_CARRY && p->slots[s].p == k &&
                 j == p->L - 1)
-                return rw->carry_out[p->slots[s].index];
+                return hs_shape_is_tuple(&v->shape)
+                           ? hs_b_tuple(rw->b,
+                                        &rw->carry_out[p->slots[s].index],
+                                        v->shape.n_elems)
+                           : rw->carry_out[p->slots[s].index];
     }
     hs_instruction *ys = rw->ys_out[p->y_of[k]];
     int64_t start[HS_MAX_RANK] = {0}, limit[HS_MAX_RANK];
@@ -974,6 +1089,22 @@ static hs_module *reroll_module(plan *p)
 }
 
 /* ---- measuring: compile both, run both ------------------------------------ */
+
+/* Appends a sentence to the scan's note ("; " between). */
+static void add_note(hs_whatif_scan *sc, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add_note(hs_whatif_scan *sc, const char *fmt, ...)
+{
+    size_t n = strlen(sc->note);
+    if (n > 0 && n + 2 < sizeof sc->note) {
+        memcpy(sc->note + n, "; ", 3);
+        n += 2;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sc->note + n, sizeof sc->note - n, fmt, ap);
+    va_end(ap);
+}
 
 static hs_status compile_timed(const hs_module *m, const hs_whatif_options *o,
                                const char *device, hs_executable **exe,
@@ -1139,13 +1270,12 @@ static hs_status run_both(const plan *p, const hs_whatif_options *o,
                     sc->max_abs_difference = d;
             }
         }
-        snprintf(sc->note, sizeof sc->note,
-                 "ran both on the same drawn arguments (%d outputs): %s",
+        add_note(sc, "ran both on the same drawn arguments (%d outputs): %s",
                  n_a, sc->equivalent ? "bit-identical" : "they differ");
     } else if (s != HS_ERR_CANCELLED && s != HS_ERR_NOMEM) {
         /* A run the device refuses is a fact about the module, not a
          * failure of the what-if. */
-        snprintf(sc->note, sizeof sc->note, "the device refused the run: %.200s", err->message);
+        add_note(sc, "the device refused the run: %.200s", err->message);
         s = HS_OK;
     }
     hs_tensors_free(outs_a, n_a);
@@ -1226,7 +1356,8 @@ static hs_module *try_reroll(const hs_module *m, const hs_group_tree *t,
     p->c = m->entry;
     p->t = t;
     p->run = g;
-    if (!plan_layers(p) || !plan_align(p) || !plan_slots(p) ||
+    if (!plan_layers(p) || !plan_align(p) || !plan_readers(p) ||
+        !plan_slots(p) ||
         !plan_outputs(p))
         return NULL;
     return reroll_module(p);
@@ -1297,8 +1428,9 @@ hs_status hs__whatif_reroll(const hs_module *m, const hs_group_tree *t,
     sc->rerolled = r;
     sc->analysed = true;
     if (first_path && strcmp(first_path, sc->path) != 0)
-        snprintf(sc->note, sizeof sc->note, "%s not rerolled: %.200s",
-                 first_path, first_reason);
+        add_note(sc, "%s not rerolled: %.200s", first_path, first_reason);
+    if (p.phase_note[0])
+        add_note(sc, "%s", p.phase_note);
     sc->instructions_before = hs_module_instruction_count(m);
     sc->instructions_after = hs_module_instruction_count(r);
 
@@ -1310,7 +1442,7 @@ hs_status hs__whatif_reroll(const hs_module *m, const hs_group_tree *t,
                           err);
     if (s != HS_OK && s != HS_ERR_CANCELLED && s != HS_ERR_NOMEM) {
         /* A module that does not compile is a finding, not a failure. */
-        snprintf(sc->note, sizeof sc->note, "%s does not compile: %.200s",
+        add_note(sc, "%s does not compile: %.200s",
                  before ? "the rerolled module" : "the module", err->message);
         hs_error_clear(err);
         s = HS_OK;
@@ -1323,8 +1455,8 @@ hs_status hs__whatif_reroll(const hs_module *m, const hs_group_tree *t,
     if (s == HS_OK && runnable(&p, o, before, after, why, sizeof why))
         s = run_both(&p, o, hs_device_find(w->device), before, after, sc,
                      err);
-    else if (s == HS_OK && !sc->note[0])
-        snprintf(sc->note, sizeof sc->note, "%s", why);
+    else if (s == HS_OK)
+        add_note(sc, "not run: %s", why);
     hs_executable_release(before);
     hs_executable_release(after);
     plan_free(&p);
