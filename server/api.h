@@ -227,6 +227,18 @@ srv_outcome api_result_memory_json(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_source(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_whatif_json(srv *s, srv_request *rq, srv_reply *rp);
+/* A result's artefact `kind` (graph.svg, whatif.json, ...): answered from
+ * the LRU, else made by make in the supervised worker from the stored
+ * request (its program rebuilt first when build), then cached. */
+struct store_row;
+typedef int (*api_artefact_fn)(srv *s, const srv_request *rq, const char *id,
+                               const api_program *p,
+                               const struct store_row *row, srv_reply *rp,
+                               hs_error *e);
+srv_outcome api_result_artefact(srv *s, srv_request *rq, srv_reply *rp,
+                                const char *kind, api_artefact_fn make,
+                                bool build);
 srv_outcome api_result_steps_json(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_steps_svg(srv *s, srv_request *rq, srv_reply *rp);
 

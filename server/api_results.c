@@ -17,9 +17,7 @@
 #include "worker.h"
 
 /* What an artefact handler makes from a compiled program. */
-typedef int (*artefact_fn)(srv *s, const srv_request *rq, const char *id,
-                           const api_program *p, const store_row *row,
-                           srv_reply *rp, hs_error *e);
+typedef api_artefact_fn artefact_fn;
 
 typedef struct artefact_state {
     store_row row;
@@ -164,9 +162,12 @@ static int artefact_key(const srv_request *rq, const char *id, const char *kind,
      * ?expand= may list many groups: when they do not fit in the key, the
      * key holds their hash instead, so two views never share an entry. */
     static const char *const shaping[] = {"stage", "expand", "computation",
-                                          "around", "hops", "q"};
+                                          "around", "hops", "q",
+                                          /* whatif.json */
+                                          "run", "budget", "rerolled"};
+    const int n_shaping = (int)(sizeof shaping / sizeof shaping[0]);
     size_t need = 1;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < n_shaping; k++) {
         const char *v = srv_query(rq, shaping[k]);
         if (v)
             need += strlen(shaping[k]) + strlen(v) + 2;
@@ -176,7 +177,7 @@ static int artefact_key(const srv_request *rq, const char *id, const char *kind,
         return hs_error_set(e, HS_ERR_NOMEM, "out of host memory"), -1;
     size_t m = 0;
     q[0] = '\0';
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < n_shaping; k++) {
         const char *v = srv_query(rq, shaping[k]);
         if (v)
             m += (size_t)snprintf(q + m, need - m, "&%s=%s", shaping[k], v);
@@ -265,6 +266,13 @@ static srv_outcome artefact_at(srv *s, srv_request *rq, srv_reply *rp,
     api_program_free(&p);
     api_request_free(&ar);
     return out;
+}
+
+srv_outcome api_result_artefact(srv *s, srv_request *rq, srv_reply *rp,
+                                const char *kind, api_artefact_fn make,
+                                bool build)
+{
+    return artefact_at(s, rq, rp, kind, make, build);
 }
 
 static srv_outcome artefact(srv *s, srv_request *rq, srv_reply *rp,

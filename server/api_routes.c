@@ -24,5 +24,6 @@ const srv_route srv_routes[] = {
     {"GET", "/v1/results/{id}/steps.svg", "result_steps_svg", api_result_steps_svg},
     {"GET", "/v1/results/{id}/metrics", "result_metrics", api_result_metrics},
     {"GET", "/v1/results/{id}/source", "result_source", api_result_source},
+    {"GET", "/v1/results/{id}/whatif.json", "result_whatif_json", api_result_whatif_json},
 };
 const int srv_routes_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);
