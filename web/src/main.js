@@ -14,11 +14,13 @@ import { renderMetrics, renderRun } from './panels.js';
 import { startTour } from './tour.js';
 import { FRONTENDS, renderGoodput } from './goodput.js';
 import { isHlo } from './lint.js';
+import { rerollAsScan, renderWhatif } from './whatif.js';
 
 const $ = (s) => document.querySelector(s);
 const MODES = {
   loop: { a: { loop: 'unrolled' }, b: { loop: 'scan' }, la: 'unrolled', lb: 'scan' },
   stage: { la: 'traced', lb: 'optimized' },
+  reroll: { la: 'as given', lb: 'rerolled as scan' },
 };
 // The current mode, with the residuals compare's B side (#res-b) filled in.
 function modeSpec() {
@@ -332,7 +334,8 @@ export async function compile() {
   hideError();
   editor.clearErrors();
   const text = editor.text;
-  if (isHlo(text) && state.mode !== 'stage') {
+  $('#whatif').classList.add('hidden');
+  if (isHlo(text) && state.mode !== 'stage' && state.mode !== 'reroll') {
     // HLO text has no loop or residuals to vary: before/after is its two stages.
     state.mode = 'stage';
     $('#mode').value = 'stage';
@@ -348,7 +351,15 @@ export async function compile() {
         await compileTrainSteps(text, ov, spec);
         return;
       }
-      if (state.mode === 'stage') {
+      if (state.mode === 'reroll') {
+        // A: the module as given; B: its reroll, a result of its own.
+        const r = await post(`/v1/compile${query(ov)}`, bodyOf(text));
+        const { whatif, b, summary } = await rerollAsScan(r.id);
+        view.summaries = b ? { [r.id]: r, [b]: summary } : { [r.id]: r };
+        view.ratios = null; view.diffCounts = null;
+        Object.assign(state, { a: r.id, b: b || r.id });
+        renderWhatif($('#whatif'), whatif);
+      } else if (state.mode === 'stage') {
         const r = await post(`/v1/compile${query(ov)}`, bodyOf(text));
         view.summaries = { [r.id]: r };
         view.ratios = null; view.diffCounts = null;
