@@ -198,6 +198,16 @@ static const hs_instruction *at(const plan *p, int j, int k)
     return p->in[(size_t)j * p->n + k];
 }
 
+/* [L, dims of s...]: a stacked parameter's shape. */
+static hs_shape stacked_shape(const plan *p, const hs_shape *s)
+{
+    int64_t dims[HS_MAX_RANK];
+    dims[0] = p->L;
+    for (int d = 0; d < s->rank; d++)
+        dims[d + 1] = s->dims[d];
+    return hs_shape_make(s->dtype, s->rank + 1, dims);
+}
+
 /* ---- isomorphism ---------------------------------------------------------- */
 
 static bool same_computation(const hs_computation *a, const hs_computation *b,
@@ -627,6 +637,13 @@ static int classify_operand(plan *p, int k, int o)
                       "previous layer and partly from before the run",
                       o, at(p, 0, k)->name, p->layer_path[0]),
                -2;
+    if ((s.kind == SLOT_STACKED || s.kind == SLOT_STACKED_PARAM) &&
+        (hs_shape_is_tuple(&v0->shape) || v0->shape.rank >= HS_MAX_RANK))
+        return refuse(p,
+                      "%%%s, read by %s, differs per layer but cannot be "
+                      "stacked (a tuple, or rank %d already)",
+                      v0->name, p->layer_path[0], v0->shape.rank),
+               -2;
     int r = add_slot(p, s);
     return r >= 0 ? r
                   : (refuse(p, "%%%s carries a nested tuple or host memory "
@@ -869,12 +886,7 @@ static hs_instruction *stacked_input(rewrite *rw, const slot *s, int *param)
     plan *p = rw->p;
     hs_builder *b = rw->b;
     if (s->kind == SLOT_STACKED_PARAM) {
-        int64_t dims[HS_MAX_RANK];
-        dims[0] = p->L;
-        for (int d = 0; d < s->v0->shape.rank; d++)
-            dims[d + 1] = s->v0->shape.dims[d];
-        hs_shape sh = hs_shape_make(s->v0->shape.dtype,
-                                    s->v0->shape.rank + 1, dims);
+        hs_shape sh = stacked_shape(p, &s->v0->shape);
         char name[256];
         snprintf(name, sizeof name, "%s.stacked", s->v0->name);
         return hs_b_parameter(b, (*param)++, &sh, name);
@@ -1190,12 +1202,7 @@ static hs_tensor **rerolled_args(const plan *p, hs_tensor **args,
         const slot *x = &p->slots[s];
         if (x->kind != SLOT_STACKED_PARAM)
             continue;
-        int64_t dims[HS_MAX_RANK];
-        dims[0] = p->L;
-        for (int d = 0; d < x->v0->shape.rank; d++)
-            dims[d + 1] = x->v0->shape.dims[d];
-        hs_shape sh = hs_shape_make(x->v0->shape.dtype,
-                                    x->v0->shape.rank + 1, dims);
+        hs_shape sh = stacked_shape(p, &x->v0->shape);
         hs_tensor *t = hs_tensor_new(&sh);
         if (!t)
             goto fail;
