@@ -74,7 +74,7 @@ def bad_queries_are_json_errors(s):
     r, _ = s.json("POST", "/v1/compile", A.example("mlp"))
     for q in ("run=yes", "budget=-3", "rerolled=svg"):
         status, _, data = s.get("/v1/results/%s/whatif.json?%s" % (r["id"], q))
-        check(400 <= status < 500, "?%s is a 4xx" % q, status, data)
+        check(status == 422, "?%s is a 422" % q, status, data)
         e = error_of(data)
         check(e["path"].startswith("?"), "the error names the query", e)
     status, _, data = s.get("/v1/results/%s/whatif.json" % ("0" * 16))
