@@ -12,10 +12,10 @@ import { bytes, esc, int, seconds } from './format.js';
 // Compiles the rerolled module of result id; { whatif, b } with b the
 // rerolled result's id, or b null when nothing rerolled (A = B then).
 export async function rerollAsScan(id) {
-  const whatif = await get(`${results(id)}/whatif.json?rerolled=hlo`);
-  if (!whatif.scan.analysed || !whatif.rerolled_hlo) return { whatif, b: null };
-  const r = await post('/v1/compile', JSON.stringify({ hlo: whatif.rerolled_hlo }));
-  delete whatif.rerolled_hlo; // kept in the server's cache, not in the page
+  // get() shares one object per URL between callers: read it, never change it.
+  const { rerolled_hlo: hlo, ...whatif } = await get(`${results(id)}/whatif.json?rerolled=hlo`);
+  if (!whatif.scan.analysed || !hlo) return { whatif, b: null };
+  const r = await post('/v1/compile', JSON.stringify({ hlo }));
   return { whatif, b: r.id, summary: r };
 }
 

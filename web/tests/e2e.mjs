@@ -597,6 +597,28 @@ async function main() {
   assert.equal(markedHlo, badHlo.split('\n')[synErr.line - 1], 'the server\'s error is marked on its line');
   await shot(page, 'hlo-syntax-error');
 
+  // 16. Reroll as scan (docs/WHATIF.md): an unrolled stack of three layers
+  // in HLO, "as given <-> rerolled as scan": B is one while over a stacked
+  // weight, bit-identical when run; the offload and sharding sections say
+  // whether they were analysed.
+  const layer = (n, x) => `  w${n} = f32[8,8] parameter(${n + 1}), metadata={op_name="layers.${n}/linear"}\n` +
+    `  d${n} = f32[4,8] dot(${x}, w${n}), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="layers.${n}/linear"}\n` +
+    `  t${n} = f32[4,8] tanh(d${n}), metadata={op_name="layers.${n}/act"}\n`;
+  const stack = `HloModule stack\nENTRY main {\n  x = f32[4,8] parameter(0)\n${layer(0, 'x')}${layer(1, 't0')}${layer(2, 't1')}  ROOT y = f32[4,8] negate(t2)\n}\n`;
+  await page.evaluate((t) => { window.hloscope.editor.text = t; }, stack);
+  await page.selectOption('#mode', 'reroll');
+  await page.click('#compile-btn');
+  await compiled(page);
+  await page.waitForSelector('[data-testid="whatif-scan"]');
+  assert.match(await page.textContent('[data-testid="whatif-scan"]'), /bit-identical/, 'the reroll runs bit-identical');
+  assert.match(await page.textContent('[data-testid="whatif-repeats"]'), /layers\.\*\s*3 × /, 'three layers found');
+  for (const t of ['whatif-offload', 'whatif-sharding']) assert.ok(await page.$(`[data-testid="${t}"]`), `${t} is shown`);
+  await page.waitForSelector('#pane-b .graph svg g.node');
+  const rr = await page.evaluate(() => ({ a: window.hloscope.state.a, b: window.hloscope.state.b, S: window.hloscope.view.summaries }));
+  assert.notEqual(rr.a, rr.b, 'B is the rerolled module, a result of its own');
+  assert.ok(rr.S[rr.b].instructions.traced > 0 && rr.S[rr.b].entry_parameters === 2, 'x and one stacked weight');
+  await shot(page, 'reroll-as-scan');
+
   assert.deepEqual(errors.filter((e) => !/status of 4\d\d/.test(e)), [], 'no page errors');
   log(`ok: ${step} screenshots in ${OUT}`);
 }
