@@ -25,16 +25,6 @@ static hs_status check_stop(const hs_whatif_options *o, hs_error *err)
     return HS_OK;
 }
 
-/* A section this build does not have: said as such, not guessed. */
-static void not_built(bool *analysed, char *reason, size_t size,
-                      const char *what)
-{
-    *analysed = false;
-    snprintf(reason, size,
-             "the %s what-if is not built into this version of hloscope",
-             what);
-}
-
 hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
                             hs_whatif *out, hs_error *err)
 {
@@ -66,12 +56,12 @@ hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
         s = hs__whatif_reroll(m, t, o, out, err);
     if (s == HS_OK)
         s = check_stop(o, err);
-    /* offload section: hs__whatif_offload */
-    not_built(&out->offload.analysed, out->offload.reason,
-              sizeof out->offload.reason, "offload");
-    /* sharding section: hs__whatif_sharding */
-    not_built(&out->sharding.analysed, out->sharding.reason,
-              sizeof out->sharding.reason, "sharding");
+    if (s == HS_OK)
+        s = hs__whatif_offload(m, t, o, out, err);
+    if (s == HS_OK)
+        s = check_stop(o, err);
+    if (s == HS_OK)
+        s = hs__whatif_sharding(m, o, out, err);
     hs_groups_free(t);
     out->analysis_seconds = (double)(hs_now_ns() - t0) / 1e9;
     if (s != HS_OK)

@@ -51,11 +51,15 @@ static json_t *offload_json(const hs_whatif_offload *o)
     json_t *chosen = json_array();
     for (int k = 0; chosen && k < o->n_chosen; k++)
         json_array_append_new(chosen, json_string(o->chosen[k]));
-    return json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:b, s:o}", "analysed",
-                     1, "budget", o->budget, "peak_before", o->peak_before,
-                     "peak_after", o->peak_after, "bytes_moved",
-                     o->bytes_moved, "exposed_seconds", o->exposed_seconds,
-                     "fits", o->fits, "chosen", chosen);
+    /* An analysed offload's reason says what the figures cannot: that the
+     * step fits already, or what still needs the device when no choice
+     * fits. */
+    return json_pack("{s:b, s:f, s:f, s:f, s:f, s:f, s:b, s:o, s:s}",
+                     "analysed", 1, "budget", o->budget, "peak_before",
+                     o->peak_before, "peak_after", o->peak_after,
+                     "bytes_moved", o->bytes_moved, "exposed_seconds",
+                     o->exposed_seconds, "fits", o->fits, "chosen", chosen,
+                     "reason", o->reason);
 }
 
 static json_t *sharding_json(const hs_whatif_sharding *s)
