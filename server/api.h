@@ -63,12 +63,15 @@ typedef struct api_program {
     hs_executable *exe;
     char device[64];
     /* An executable beyond the device's HBM: XLA's whole report (owned),
-     * which hs_error's message cannot hold. */
+     * which hs_error's message cannot hold. With exe set, a compile
+     * request kept the program as a result flagged out_of_memory. */
     char *oom_report;
 } api_program;
 
 /* Traces or parses body with query's overrides and compiles it (cache and
- * deadline from s and deadline_ns). With "mode": "train" in query the
+ * deadline from s and deadline_ns). A program whose peak exceeds the
+ * device's HBM is built all the same, with p->oom_report, unless for_run
+ * (then it is HS_ERR_OOM). With "mode": "train" in query the
  * program is the model's training step. for_run also checks that the run
  * fits the server's run limits (on the program's estimate, before any
  * tensor exists) and then draws weights and arguments. */

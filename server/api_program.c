@@ -99,7 +99,10 @@ static void options_of(srv *s, json_t *query, int64_t deadline_ns,
     o->cache = s->compile_cache;
     o->cancel = &s->cancel;
     o->deadline_ns = deadline_ns;
-    o->check_memory = true; /* compile fails like XLA's when HBM is short */
+    /* A compile fails like XLA's when HBM is short; api_program_build
+     * then keeps a compile request's program all the same
+     * (keep_out_of_memory). */
+    o->check_memory = true;
     json_t *module = json_object_get(query, "module");
     if (module)
         o->module = (int)json_integer_value(module);
@@ -167,6 +170,31 @@ static int compile(srv *s, hs_program *prog, int64_t deadline_ns, hs_error *e)
     return st == HS_OK ? 0 : -1;
 }
 
+/* A compile that does not fit the device is still a result: its graph, its
+ * memory timeline and XLA's report (p->oom_report, kept from the failed
+ * check, the training step's stacked residuals included). The executable
+ * is asked for again without the memory check: the compile cache stored it
+ * before the check ran, so this is a lookup (a full compile only when the
+ * cache is off or evicted it meanwhile), and neither that lookup nor the
+ * check is counted twice in /metrics. A run keeps the check (for_run): it
+ * still fails with the report. */
+static int keep_out_of_memory(api_program *p, hs_error *e)
+{
+    hs_program *prog = p->prog;
+    bool hit = prog->cache_hit;
+    hs_error again;
+    hs_error_clear(&again);
+    prog->options.check_memory = false;
+    if (!p->oom_report || hs_program_compile(prog, &again) != HS_OK) {
+        if (again.status != HS_OK)
+            *e = again;
+        return -1;
+    }
+    prog->cache_hit = hit; /* the first lookup is the one that says */
+    hs_error_clear(e);
+    return 0;
+}
+
 int api_check_run_limits(srv *s, hs_program *prog, double runs, const char *what,
                          hs_error *e)
 {
@@ -223,7 +251,10 @@ int api_program_build(srv *s, json_t *body, json_t *query, bool for_run,
         return -1;
     }
     snprintf(p->device, sizeof p->device, "%s", p->prog->device->name);
-    if (check_size(s, p->prog->traced, e) != 0 || compile(s, p->prog, deadline_ns, e) != 0)
+    if (check_size(s, p->prog->traced, e) != 0)
+        return -1;
+    if (compile(s, p->prog, deadline_ns, e) != 0 &&
+        (e->status != HS_ERR_OOM || for_run || keep_out_of_memory(p, e) != 0))
         return -1;
     p->exe = p->prog->exe;
     if (!for_run)

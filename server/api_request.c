@@ -234,7 +234,70 @@ static int check_body(json_t *body, srv_reply *rp)
     return 0;
 }
 
-/* compare: {"model": {...} or {"hlo": ...}, "a": {overrides}, "b": {...}} */
+/* A compare side's overrides (the keys of the query but timeout_ms), checked
+ * and written back in canonical form; source names the side's source key
+ * ("hlo" or "model") that stays as it is, NULL when the side has none. */
+static int check_side(json_t *body, const char *side, const char *source,
+                      srv_reply *rp)
+{
+    json_t *in = json_object_get(body, side), *clean = json_object();
+    char where[8];
+    snprintf(where, sizeof where, "/%s/", side);
+    const char *key;
+    json_t *v;
+    json_object_foreach(in, key, v)
+    {
+        if (source && strcmp(key, source) == 0) {
+            json_object_set(clean, key, v);
+        } else if (add_override(key, NULL, v, where, clean, rp) != 0) {
+            json_decref(clean);
+            return -1;
+        }
+    }
+    json_object_set_new(body, side, clean);
+    return 0;
+}
+
+/* The source of a two-source compare side: "hlo" (a string of HLO text) or
+ * "model" (a model description), exactly one. NULL with rp filled. */
+static const char *side_source(json_t *side_obj, const char *side, srv_reply *rp)
+{
+    json_t *hlo = json_object_get(side_obj, "hlo");
+    json_t *model = json_object_get(side_obj, "model");
+    char path[16];
+    if (hlo && model) {
+        snprintf(path, sizeof path, "/%s", side);
+        srv_reply_error(rp, 422, "invalid", path,
+                        "side %s has both 'hlo' and 'model'; give one source", side);
+        return NULL;
+    }
+    if (hlo && !json_is_string(hlo)) {
+        snprintf(path, sizeof path, "/%s/hlo", side);
+        srv_reply_error(rp, 422, "invalid", path, "'hlo' must be a string of HLO text");
+        return NULL;
+    }
+    if (model && !json_is_object(model)) {
+        snprintf(path, sizeof path, "/%s/model", side);
+        srv_reply_error(rp, 422, "invalid", path,
+                        "'model' must be a model description (an object)");
+        return NULL;
+    }
+    if (!hlo && !model) {
+        snprintf(path, sizeof path, "/%s", side);
+        srv_reply_error(rp, 422, "invalid", path,
+                        "side %s has no source: give {\"hlo\": \"HloModule ...\"} "
+                        "or {\"model\": {...}}",
+                        side);
+        return NULL;
+    }
+    return hlo ? "hlo" : "model";
+}
+
+/* compare takes one model and two sets of overrides,
+ *     {"model": {...} or {"hlo": ...}, "a": {overrides}, "b": {...}},
+ * or two sources, each with its own overrides (a before/after pair of
+ * dumps, a model and a dump),
+ *     {"a": {"hlo": "..." | "model": {...}, "device": ...}, "b": {...}}. */
 static int check_compare(json_t *body, srv_reply *rp)
 {
     const char *key;
@@ -254,29 +317,30 @@ static int check_compare(json_t *body, srv_reply *rp)
             return -1;
         }
     }
+    json_t *a = json_object_get(body, "a"), *b = json_object_get(body, "b");
+    bool two_sources = !json_object_get(body, "model") &&
+                       ((a && (json_object_get(a, "hlo") || json_object_get(a, "model"))) ||
+                        (b && (json_object_get(b, "hlo") || json_object_get(b, "model"))));
     static const char *const need[] = {"model", "a", "b"};
-    for (int k = 0; k < 3; k++)
+    for (int k = two_sources ? 1 : 0; k < 3; k++)
         if (!json_object_get(body, need[k])) {
             srv_reply_error(rp, 422, "invalid", "",
                             "compare needs '%s' (body: {\"model\": {...}, "
-                            "\"a\": {\"loop\": \"unrolled\"}, \"b\": {\"loop\": \"scan\"}})",
+                            "\"a\": {\"loop\": \"unrolled\"}, \"b\": {\"loop\": \"scan\"}}, "
+                            "or two sources: {\"a\": {\"hlo\": \"...\"}, \"b\": "
+                            "{\"hlo\": \"...\"}})",
                             need[k]);
             return -1;
         }
     for (int k = 1; k < 3; k++) {
-        json_t *variant = json_object_get(body, need[k]), *clean = json_object();
-        char where[8];
-        snprintf(where, sizeof where, "/%s/", need[k]);
-        json_object_foreach(variant, key, v)
-        {
-            if (add_override(key, NULL, v, where, clean, rp) != 0) {
-                json_decref(clean);
-                return -1;
-            }
-        }
-        json_object_set_new(body, need[k], clean);
+        const char *source = NULL;
+        if (two_sources &&
+            !(source = side_source(json_object_get(body, need[k]), need[k], rp)))
+            return -1;
+        if (check_side(body, need[k], source, rp) != 0)
+            return -1;
     }
-    return check_body(json_object_get(body, "model"), rp);
+    return two_sources ? 0 : check_body(json_object_get(body, "model"), rp);
 }
 
 static bool starts_with_ci(const char *s, const char *prefix)

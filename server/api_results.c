@@ -349,11 +349,15 @@ static int make_search(srv *s, const srv_request *rq, const char *id,
     return m ? api_render_search(s, m, rq, rp, e) : -1;
 }
 
-/* Buffer assignment of the optimized module, and the measured peaks of a
- * run result. */
+/* Buffer assignment of the optimized module, the measured peaks of a run
+ * result, and the out-of-memory report of a program above HBM. */
 static json_t *memory_of(const api_program *p, const store_row *row)
 {
     json_t *mem = api_memory_json(hs_executable_module(p->exe), p->device, true);
+    /* The timeline of a program that does not fit comes with the report
+     * that says by how much (the explorer shows both). */
+    if (p->oom_report)
+        json_object_set_new(mem, "oom_report", srv_json_string(p->oom_report));
     json_t *sum = row->summary ? json_loads(row->summary, 0, NULL) : NULL;
     json_t *run = json_object_get(sum, "run");
     if (run)
@@ -561,6 +565,17 @@ srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp)
     return out;
 }
 
+/* What an editor shows of a source: HLO text verbatim, a model indented;
+ * side: a compare side ({"hlo"} or {"model"} with its overrides). */
+static char *source_text(json_t *src, bool side)
+{
+    json_t *hlo = json_object_get(src, "hlo");
+    if (json_is_string(hlo))
+        return strdup(json_string_value(hlo));
+    json_t *model = side ? json_object_get(src, "model") : src;
+    return model ? json_dumps(model, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+}
+
 /* The source of a result: the request it was computed from, as the store
  * keeps it (endpoint, body, overrides), so that a link can reopen the
  * editor with exactly what produced the result. Known as soon as the
@@ -588,14 +603,19 @@ srv_outcome api_result_source(srv *s, srv_request *rq, srv_reply *rp)
         out = srv_reply_hs_error(rp, &e);
     } else {
         json_t *body = json_object_get(ar.canonical, "body");
-        /* A comparison's model is its body's "model". */
-        json_t *model = strcmp(row.endpoint, "compare") == 0
-                            ? json_object_get(body, "model")
-                            : body;
+        /* A comparison's model is its body's "model"; one of two sources
+         * shows side a's as "text" and side b's as "text_b". */
+        bool compare = strcmp(row.endpoint, "compare") == 0;
+        bool pair = compare && !json_object_get(body, "model");
+        json_t *model = pair ? json_object_get(body, "a")
+                        : compare ? json_object_get(body, "model")
+                                  : body;
+        char *text = source_text(model, pair), *text_b = NULL;
+        if (pair && !(text_b = source_text(json_object_get(body, "b"), true))) {
+            free(text);
+            text = NULL;
+        }
         json_t *hlo = json_object_get(model, "hlo");
-        char *text = json_is_string(hlo)
-                         ? strdup(json_string_value(hlo))
-                         : json_dumps(model, JSON_INDENT(2) | JSON_SORT_KEYS);
         json_t *o = text ? json_pack("{s:s, s:s, s:s, s:O, s:O, s:s, s:i}", "id", id,
                                      "endpoint", row.endpoint, "input",
                                      json_is_string(hlo) ? "hlo" : "model", "body",
@@ -603,7 +623,10 @@ srv_outcome api_result_source(srv *s, srv_request *rq, srv_reply *rp)
                                      json_object_get(ar.canonical, "query"),
                                      "text", text, "status", row.status)
                          : NULL;
+        if (o && text_b)
+            json_object_set_new(o, "text_b", json_string(text_b));
         free(text);
+        free(text_b);
         out = o ? srv_reply_json(rp, 200, o)
                 : srv_reply_error(rp, 503, "host_out_of_memory", "",
                                   "out of host memory");

@@ -143,6 +143,11 @@ json_t *api_summary_compile(const api_request *ar, const api_program *p)
     json_t *mem = api_program_memory_json(p, false);
     if (mem)
         json_object_set_new(o, "memory", mem);
+    /* Compiled, but above the device's HBM (api_program_build kept it):
+     * a result all the same, flagged, with XLA's whole report. */
+    json_object_set_new(o, "out_of_memory", json_boolean(p->oom_report != NULL));
+    if (p->oom_report)
+        json_object_set_new(o, "oom_report", srv_json_string(p->oom_report));
     json_object_set_new(o, "links", api_links(ar->id, ar->endpoint));
     return o;
 }

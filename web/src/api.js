@@ -38,7 +38,21 @@ function errorFromText(text, status) {
   return { code: 'http', message: `HTTP ${status}` };
 }
 
-export async function post(path, body) {
+// A compile above the device's HBM is a result flagged out_of_memory, with
+// XLA's report (docs/API.md). Unless oomResult, post() raises it as the
+// out_of_memory error it is for the explorer's pages (a comparison names its
+// side as "variant a: "); the error keeps the result (.result) with its graph
+// and memory timeline.
+export function oomError(data) {
+  const side = data.endpoint === 'compare' ? ['a', 'b'].find((k) => data[k] && data[k].out_of_memory) : null;
+  const r = side ? data[side] : data;
+  if (!r || !r.out_of_memory) return null;
+  const e = new ApiError(422, { code: 'out_of_memory', message: `${side ? `variant ${side}: ` : ''}${r.oom_report}` });
+  e.result = r;
+  return e;
+}
+
+export async function post(path, body, { oomResult = false } = {}) {
   const r = await fetch(path, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
@@ -46,6 +60,8 @@ export async function post(path, body) {
   });
   const data = await r.json().catch(() => ({ error: { code: 'http', message: `HTTP ${r.status}` } }));
   if (!r.ok) throw new ApiError(r.status, data.error || {});
+  const oom = oomResult ? null : oomError(data);
+  if (oom) throw oom;
   return data;
 }
 
