@@ -249,6 +249,14 @@ static int check_side(json_t *body, const char *side, const char *source,
     {
         if (source && strcmp(key, source) == 0) {
             json_object_set(clean, key, v);
+        } else if (!source && (strcmp(key, "hlo") == 0 || strcmp(key, "model") == 0)) {
+            char path[32];
+            snprintf(path, sizeof path, "/%s/%s", side, key);
+            srv_reply_error(rp, 422, "invalid", path,
+                            "a side's own source and a shared 'model' do not go "
+                            "together: drop 'model' to compare two sources");
+            json_decref(clean);
+            return -1;
         } else if (add_override(key, NULL, v, where, clean, rp) != 0) {
             json_decref(clean);
             return -1;

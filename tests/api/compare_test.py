@@ -178,6 +178,7 @@ def errors_name_the_side(s):
         ({"a": {"hlo": good}, "b": {"hlo": good, "loop": "scan"}}, "/b/loop", "model descriptions"),
         ({"a": {"model": example("mlp"), "module": 1}, "b": {"hlo": good}}, "/a/module", "split HLO"),
         ({"a": {"model": {"layers": []}}, "b": {"hlo": good}}, "/a/model", "side a"),
+        ({"model": example("mlp"), "a": {"hlo": good}, "b": {}}, "/a/hlo", "drop 'model'"),
     ]
     for body, path, words in cases:
         status, _, data = s.post("/v1/compare", body)

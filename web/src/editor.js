@@ -1,5 +1,7 @@
 // The source editor: CodeMirror 6, a model description (JSON mode) or HLO
-// text (plain: a pasted, opened or dropped dump). Server errors become lint
+// text (a pasted, opened or dropped dump, highlighted by hlo.js: opcodes,
+// shapes, names, metadata). Two files dropped at once are a pair to compare
+// (onPair). Server errors become lint
 // diagnostics at the reported line/column (syntax errors) or at the value the
 // JSON path (RFC 6901 pointer) names (schema errors), located with
 // jsonc-parser's syntax tree; as you type, lint.js marks broken syntax
@@ -11,10 +13,11 @@ import { json } from '@codemirror/lang-json';
 import { setDiagnostics, lintGutter } from '@codemirror/lint';
 import { parseTree, findNodeAtLocation, modify, applyEdits, parse } from 'jsonc-parser';
 import { lint, isHlo } from './lint.js';
+import { hloHighlight } from './hlo.js';
 
 const LINT_DELAY_MS = 400;
 
-export function createEditor(parent, { onChange, onFile } = {}) {
+export function createEditor(parent, { onChange, onFile, onPair } = {}) {
   const language = new Compartment();
   let lintTimer = 0, hlo = false;
   const liveLint = () => {
@@ -29,13 +32,18 @@ export function createEditor(parent, { onChange, onFile } = {}) {
       lintGutter(),
       EditorView.lineWrapping,
       // A file dropped on the editor replaces its text (CodeMirror would
-      // insert it at the drop point).
+      // insert it at the drop point); two files are a before/after pair.
       EditorView.domEventHandlers({
         drop(e) {
-          const f = e.dataTransfer && e.dataTransfer.files && e.dataTransfer.files[0];
-          if (!f || !onFile) return false;
+          const files = [...((e.dataTransfer && e.dataTransfer.files) || [])];
+          if (files.length >= 2 && onPair) {
+            e.preventDefault();
+            onPair(files.slice(0, 2));
+            return true;
+          }
+          if (!files[0] || !onFile) return false;
           e.preventDefault();
-          onFile(f);
+          onFile(files[0]);
           return true;
         },
       }),
@@ -43,9 +51,9 @@ export function createEditor(parent, { onChange, onFile } = {}) {
         if (u.docChanged) {
           view.dispatch(setDiagnostics(view.state, [])); // stale once edited
           const text = view.state.doc.toString();
-          if (isHlo(text) !== hlo) { // JSON highlighting for a model only
+          if (isHlo(text) !== hlo) { // JSON for a model, HLO for a dump
             hlo = !hlo;
-            view.dispatch({ effects: language.reconfigure(hlo ? [] : json()) });
+            view.dispatch({ effects: language.reconfigure(hlo ? hloHighlight() : json()) });
           }
           clearTimeout(lintTimer);
           lintTimer = setTimeout(liveLint, LINT_DELAY_MS);

@@ -15,6 +15,7 @@ import { startTour } from './tour.js';
 import { FRONTENDS, renderGoodput } from './goodput.js';
 import { isHlo } from './lint.js';
 import { rerollAsScan, renderWhatif } from './whatif.js';
+import { initPair, openPair } from './compare.js';
 
 const $ = (s) => document.querySelector(s);
 const MODES = {
@@ -50,7 +51,8 @@ export const state = {
   tab: 'compare', sel: '', side: 'a', q: '', ex: '', grun: '', gfe: '', gsteps: '', rb: '',
   o: '', // the sidebar's settings (loop, residuals, device, batch) as a query string
 };
-// failA: the training step of side A did not fit ({error, residuals}); B shows.
+// failA: the training step of side A did not fit ({error, residuals, id}); B
+// shows, and A's out-of-memory result (id) its graph and timeline.
 // sig: per result page, the source and settings it was computed from
 // (signature()), so that an edit afterwards marks it stale.
 const view = { summaries: {}, ratios: null, diffCounts: null, goodput: {}, failA: null, sig: {} };
@@ -74,6 +76,7 @@ function writeHash() {
 // ---- editor and controls -----------------------------------------------------
 const editor = createEditor($('#editor'), {
   onFile: (f) => openFile(f),
+  onPair: (files) => openPair(files), // two dumps dropped: the Dump pair tab
   onChange: (text) => {
     if (!touring) localStorage.setItem('hloscope.model', text);
     const r = editor.repeat();
@@ -402,7 +405,7 @@ async function compileTrainSteps(text, ov, spec) {
   const A = oomA ? null : ra.value, B = rb.value;
   view.summaries = A ? { [A.id]: A, [B.id]: B } : { [B.id]: B };
   view.ratios = null; view.diffCounts = null;
-  view.failA = oomA ? { error: ra.reason, residuals: spec.a.residuals, ctx: { text, ov: { ...shared, ...spec.a } } } : null;
+  view.failA = oomA ? { error: ra.reason, residuals: spec.a.residuals, id: ra.reason.result && ra.reason.result.id, ctx: { text, ov: { ...shared, ...spec.a } } } : null;
   Object.assign(state, { a: A ? A.id : '', b: B.id, sel: '', expand: '', computation: '', o: query(ov).slice(1) });
   writeHash();
   markComputed('compare');
@@ -514,12 +517,12 @@ async function loadGraphs() {
   $('#details').classList.add('hidden');
   $('#panes').classList.remove('with-details');
   await Promise.all(['a', 'b'].map(async (s) => {
-    if (s === 'a' && view.failA) {
+    if (s === 'a' && view.failA && !view.failA.id) {
       panes.a.showMessage(`<b>out_of_memory</b>: the training step with residuals ${esc(view.failA.residuals)} does not fit the device (the report is above); B fits.`);
       return;
     }
     try {
-      await panes[s].load({ id: state[s], stage: stageOf(s), expand: state.expand, computation: state.computation });
+      await panes[s].load({ id: sideId(s), stage: stageOf(s), expand: state.expand, computation: state.computation });
     } catch (e) {
       panes[s].showMessage(`<b>${esc(e.code || 'error')}</b>: ${esc(e.message)}`);
     }
@@ -603,13 +606,15 @@ function renderFitSummary(B) {
     (B.train_step && B.train_step.auto ? `<p class="muted" data-testid="auto-text">${esc(B.train_step.auto.text)}</p>` : '');
 }
 
+// The result a pane shows: A's out-of-memory result when A does not fit.
+const sideId = (s) => (s === 'a' && view.failA ? view.failA.id : state[s]);
 async function loadTimelines() {
   for (const s of ['a', 'b']) {
     timelines[s].clear('loading memory…');
-    if (s === 'a' && view.failA) { timelines.a.clear('A does not fit the device: no buffer assignment to draw (see the report above).'); continue; }
+    if (s === 'a' && view.failA && !view.failA.id) { timelines.a.clear('A does not fit the device: no buffer assignment to draw (see the report above).'); continue; }
     if (state.mode === 'stage' && s === 'a') { timelines[s].clear('Buffer assignment runs on the optimized module: see B.'); continue; }
     try {
-      const mem = await get(`${results(state[s])}/memory.json`);
+      const mem = await get(`${results(sideId(s))}/memory.json`);
       timelines[s].render(mem);
     } catch (e) { timelines[s].clear(`memory: ${e.message}`); }
   }
@@ -802,7 +807,9 @@ async function main() {
 
   $('#yours-btn').onclick = backToYourText;
   $('#open-btn').onclick = () => $('#open-file').click();
-  $('#open-file').onchange = (e) => { const f = e.target.files[0]; if (f) openFile(f); e.target.value = ''; };
+  $('#open-file').onchange = (e) => { const fs = [...e.target.files]; if (fs.length > 1) openPair(fs); else if (fs[0]) openFile(fs[0]); e.target.value = ''; };
+  // A pair's sides take the sidebar's device (HLO has no loop or residuals).
+  initPair($('#page-pair'), { overrides: () => (overrides().device ? { device: overrides().device } : {}) });
 
   await loadExamples().catch(showError);
   const saved = localStorage.getItem('hloscope.model');

@@ -3,7 +3,7 @@
 // chromium headless with playwright-core, and saves a screenshot per step.
 //   node tests/e2e.mjs --server build/hloscope --examples examples \
 //        --web web/dist --out build/web-artefacts
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -373,7 +373,9 @@ async function main() {
   await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000 });
   await page.waitForSelector('#pane-b .graph svg g.node');
   await page.waitForSelector('#pane-b [data-testid="peak-host"]');
-  assert.match(await page.textContent('#pane-a .graph'), /out_of_memory/);
+  // A's out-of-memory result has a graph and a memory timeline of its own (issue 15 item 5).
+  await page.waitForSelector('#pane-a .graph svg g.node');
+  assert.equal(await page.textContent('#pane-a [data-testid="peak-device"]'), bytes(saveResult.memory.peak_device_bytes), 'A\'s timeline peaks where its report says');
   assert.match(await page.textContent('#pane-b .pane-title'), /train step · residuals: offload/);
   const fitLine = await page.textContent('[data-testid="fit-line"]');
   assert.match(fitLine, /runs out of device memory; B \(residuals offload\) fits/);
@@ -619,6 +621,69 @@ async function main() {
   assert.notEqual(rr.a, rr.b, 'B is the rerolled module, a result of its own');
   assert.ok(rr.S[rr.b].instructions.traced > 0 && rr.S[rr.b].entry_parameters === 2, 'x and one stacked weight');
   await shot(page, 'reroll-as-scan');
+  // 17. HLO highlighting: the dump's opcodes, shapes, names and metadata are
+  // marked as such in the editor (web/src/hlo.js).
+  const metaHlo = 'HloModule m\n\nENTRY e {\n  p0 = f32[4,8]{1,0} parameter(0)\n' +
+    '  ROOT %neg.1 = f32[4,8]{1,0} negate(p0), metadata={op_name="jit(f)/neg" source_line=3}\n}\n';
+  await page.evaluate((t) => { window.hloscope.editor.text = t; }, metaHlo);
+  await page.waitForSelector('.cm-content .hlo-opcode');
+  const marks = await page.evaluate(() => Object.fromEntries(['opcode', 'shape', 'name', 'meta', 'keyword'].map((t) =>
+    [t, [...document.querySelectorAll(`.cm-content .hlo-${t}`)].map((e) => e.textContent)])));
+  assert.deepEqual(marks.opcode, ['parameter', 'negate'], `opcodes marked: ${JSON.stringify(marks)}`);
+  assert.deepEqual(marks.shape, ['f32[4,8]{1,0}', 'f32[4,8]{1,0}'], 'shapes marked');
+  assert.ok(marks.name.includes('p0') && marks.name.includes('%neg.1'), `names marked: ${marks.name}`);
+  assert.deepEqual(marks.meta, ['metadata={op_name="jit(f)/neg" source_line=3}'], 'metadata marked');
+  assert.ok(marks.keyword.includes('HloModule') && marks.keyword.includes('ENTRY') && marks.keyword.includes('ROOT'), 'keywords marked');
+  await shot(page, 'hlo-highlighted');
+
+  // 18. A dump pair dropped on the editor: hloscope's own traced and
+  // optimized dumps of mlp, named as --xla_dump_to names them (the after
+  // first, to show the names decide), side by side through /v1/compare.
+  const dumpOf = (stage) => {
+    const r = spawnSync(SERVER, ['compile', join(EXAMPLES, 'mlp.json'), '--stage', stage], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return r.stdout;
+  };
+  const beforeText = dumpOf('traced'), afterText = dumpOf('optimized');
+  const pairDrop = await page.evaluateHandle(([b, a]) => {
+    const d = new DataTransfer();
+    d.items.add(new File([a], 'module_0001.jit_mlp.after_optimizations.txt', { type: 'text/plain' }));
+    d.items.add(new File([b], 'module_0001.jit_mlp.before_optimizations.txt', { type: 'text/plain' }));
+    return d;
+  }, [beforeText, afterText]);
+  await page.dispatchEvent('#editor .cm-content', 'drop', { dataTransfer: pairDrop });
+  await page.waitForSelector('#page-pair:not(.hidden) [data-testid="pair-table"]', { timeout: 60000 });
+  assert.match(await page.textContent('[data-testid="pair-name-a"]'), /before_optimizations/, 'the before is A');
+  const pairApi = await (await fetch(`${base}/v1/compare`, { method: 'POST', body: JSON.stringify({ a: { hlo: beforeText }, b: { hlo: afterText } }) })).json();
+  const rowText = await page.evaluate(() => [...document.querySelectorAll('[data-testid="pair-table"] tr[data-metric="instructions_traced"] td')].map((t) => t.textContent));
+  const insRow = pairApi.table.find((r) => r.metric === 'instructions_traced');
+  assert.deepEqual(rowText.slice(1, 3), [insRow.a, insRow.b].map((n) => n.toLocaleString('en-US')), 'the table shows the API\'s figures');
+  const counts = await page.textContent('[data-testid="pair-counts"]');
+  assert.ok(counts.includes(`${pairApi.diff_traced.counts.removed} only in A`) && pairApi.diff_traced.counts.removed > 0, `the diff counts are the API's: ${counts}`);
+  assert.match(await page.textContent('[data-testid="pair-opcodes"]'), /fusion/, 'the opcodes that changed (fusions after)');
+  await page.waitForSelector('[data-testid="pair-graph-a"] svg g.node');
+  await page.waitForSelector('[data-testid="pair-graph-b"] svg g.node');
+  // mlp's layers are drawn collapsed: a layer the passes rewrote (another
+  // structural fingerprint) is marked changed; the input x is the same.
+  const pairMarks = await page.evaluate(() => Object.fromEntries(['a', 'b'].map((s) => [s,
+    [...document.querySelectorAll(`[data-testid="pair-graph-${s}"] g.node`)].map((g) => [g.id, g.getAttribute('class')])])));
+  const pairMarked = (s) => pairMarks[s].filter(([, c]) => /diff-/.test(c)).map(([id]) => id);
+  assert.ok(pairMarked('a').some((id) => id.startsWith('layer:')) && pairMarked('b').some((id) => id.startsWith('layer:')),
+    `rewritten layers marked on both sides: ${JSON.stringify(pairMarks)}`);
+  assert.ok(!pairMarked('a').includes('x') && pairMarks.a.some(([id]) => id === 'x'), 'the unchanged input is not marked');
+  const pairBox = await page.evaluate(() => document.querySelector('[data-testid="pair-graph-a"]').getBoundingClientRect().toJSON());
+  assert.ok(pairBox.top < 720 / 2 && pairBox.height >= 200, `the pair's graphs are in view at 1280x720: ${JSON.stringify(pairBox)}`);
+  await page.waitForTimeout(300);
+  await shot(page, 'dump-pair-before-after');
+  // An error names its side, at its line and column.
+  const brokenAfter = afterText.replace(/ROOT (\S+) = /, 'ROOT $1 = = ');
+  await page.fill('[data-testid="pair-b"]', brokenAfter);
+  await page.click('[data-testid="pair-compare"]');
+  await page.waitForSelector('[data-testid="pair-error"]:not(.hidden)');
+  const pairErr = (await (await fetch(`${base}/v1/compare`, { method: 'POST', body: JSON.stringify({ a: { hlo: beforeText }, b: { hlo: brokenAfter } }) })).json()).error;
+  assert.equal(pairErr.path, '/b/hlo');
+  assert.equal(await page.textContent('[data-testid="pair-error-where"]'), `B, line ${pairErr.line}, column ${pairErr.column}`);
+  await shot(page, 'dump-pair-error');
 
   assert.deepEqual(errors.filter((e) => !/status of 4\d\d/.test(e)), [], 'no page errors');
   log(`ok: ${step} screenshots in ${OUT}`);

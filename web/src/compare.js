@@ -1,0 +1,199 @@
+// Dump pair: two sources side by side — a before/after pair from
+// --xla_dump_to, two dumps, or a model and a dump — through POST /v1/compare
+// in its two-source form (docs/API.md#compare). The user pastes into, opens
+// or drops on the two sides (or drops two files on the editor); the page
+// shows the metrics table, the diff of the modules as given (the engine's,
+// matched by name), both graphs with the diff marked, and the line diff of
+// the two texts.
+import { post, query, results } from './api.js';
+import { GraphPane, syncPanes } from './graph.js';
+import { bytes, seconds, int, ratio, esc } from './format.js';
+import { renderHloDiff } from './hlo.js';
+import { isHlo } from './lint.js';
+
+const SIDES = ['a', 'b'];
+const LIST_MAX = 20;
+let root, panes = null, getQuery = () => ({});
+
+/** Builds the page inside el; overrides() gives the sidebar's settings
+ * (device, ...), applied to both sides. */
+export function initPair(el, { overrides } = {}) {
+  root = el;
+  if (overrides) getQuery = overrides;
+  root.innerHTML = `
+    <p class="lead">Two modules side by side: paste, open or drop a <b>before</b> and an <b>after</b>
+      (<code>*.before_optimizations.txt</code> / <code>*.after_optimizations.txt</code> from <code>--xla_dump_to</code>),
+      two dumps, or a model and a dump. Each side compiles on its own; the diff is the modules' as given.</p>
+    <div class="pair-inputs">
+      ${SIDES.map((s) => `<label class="pair-side" data-side="${s}"><span class="pair-label">${s.toUpperCase()}${s === 'a' ? ' · before' : ' · after'} <span class="muted" data-testid="pair-name-${s}"></span></span>
+        <textarea spellcheck="false" data-testid="pair-${s}" placeholder="HLO text or a model description (JSON); drop a file here"></textarea></label>`).join('')}
+    </div>
+    <div class="gp-controls">
+      <button class="small" data-testid="pair-open">Open two files…</button>
+      <input type="file" multiple accept=".hlo,.txt,.json" class="hidden" data-testid="pair-files">
+      <button class="primary" data-testid="pair-compare">Compare</button>
+      <span class="muted" data-testid="pair-links"></span>
+    </div>
+    <div class="error hidden" data-testid="pair-error" role="alert"></div>
+    <div data-testid="pair-result"></div>`;
+  const q = (t) => root.querySelector(`[data-testid="${t}"]`);
+  const files = q('pair-files');
+  q('pair-open').onclick = () => files.click();
+  files.onchange = () => { if (files.files.length) openPair([...files.files]); files.value = ''; };
+  q('pair-compare').onclick = () => comparePair();
+  for (const s of SIDES) {
+    const ta = q(`pair-${s}`);
+    ta.addEventListener('dragover', (e) => e.preventDefault());
+    ta.addEventListener('drop', async (e) => {
+      const fs = [...(e.dataTransfer.files || [])];
+      if (!fs.length) return;
+      e.preventDefault();
+      if (fs.length >= 2) return openPair(fs);
+      ta.value = await fs[0].text();
+      q(`pair-name-${s}`).textContent = fs[0].name;
+    });
+  }
+}
+
+/** Which of two files is the before: XLA's dump names say so; else the
+ * order the names sort in (module_0001 before module_0002). */
+export function orderPair(files) {
+  const rank = (f) => (/before_optimizations/.test(f.name) ? 0 : /after_optimizations/.test(f.name) ? 2 : 1);
+  return [...files].slice(0, 2).sort((x, y) => rank(x) - rank(y) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+}
+
+/** Two files (dropped on the editor, or opened): fills both sides, shows
+ * the page and compares them. */
+export async function openPair(files) {
+  const pair = orderPair(files);
+  if (pair.length < 2) return null;
+  const texts = await Promise.all(pair.map((f) => f.text()));
+  SIDES.forEach((s, k) => {
+    root.querySelector(`[data-testid="pair-${s}"]`).value = texts[k];
+    root.querySelector(`[data-testid="pair-name-${s}"]`).textContent = pair[k].name;
+  });
+  const tab = document.querySelector('.tabs button[data-tab="pair"]');
+  if (tab) tab.click();
+  return comparePair();
+}
+
+// A side's source as the API takes it: HLO text as {"hlo"}, a model as
+// {"model"}; a model that is not JSON is said so before any request.
+function sideSource(s, text) {
+  if (!text.trim()) throw sideError(s, 'is empty: paste or drop HLO text or a model description');
+  if (isHlo(text)) return { hlo: text };
+  try { return { model: JSON.parse(text) }; } catch (e) { throw sideError(s, `is not HLO text nor a JSON model (${e.message})`); }
+}
+function sideError(s, what) { const e = new Error(`${s.toUpperCase()} ${what}`); e.path = `/${s}`; return e; }
+
+export async function comparePair() {
+  const err = root.querySelector('[data-testid="pair-error"]');
+  const out = root.querySelector('[data-testid="pair-result"]');
+  err.classList.add('hidden');
+  let body;
+  try {
+    body = Object.fromEntries(SIDES.map((s) => [s, sideSource(s, root.querySelector(`[data-testid="pair-${s}"]`).value)]));
+  } catch (e) { showPairError(err, e); return null; }
+  out.innerHTML = '<div class="msg">Compiling both sides…</div>';
+  try {
+    // A side above its device's HBM is its out-of-memory result: shown, not an error.
+    const r = await post(`/v1/compare${query(getQuery())}`, body, { oomResult: true });
+    await renderPair(out, r, body);
+    return r;
+  } catch (e) {
+    out.innerHTML = '';
+    showPairError(err, e);
+    return null;
+  }
+}
+
+// The API names the side: path /a/hlo with a's line and column, or /b/...
+function showPairError(box, e) {
+  const side = /^\/(a|b)\b/.exec(e.path || '');
+  const where = side ? `${side[1].toUpperCase()}${e.line > 0 ? `, line ${e.line}, column ${e.column}` : e.path.length > 2 ? ` ${e.path.slice(2)}` : ''}` : '';
+  box.innerHTML = `${where ? `<span class="where" data-testid="pair-error-where">${esc(where)}</span>: ` : ''}${esc(String(e.message || e).replace(/^side (a|b): /, ''))}`;
+  box.classList.remove('hidden');
+  if (side && e.line > 0) markLine(root.querySelector(`[data-testid="pair-${side[1]}"]`), e.line, e.column);
+}
+
+// Puts the caret at line:column of a side's text and scrolls it into view.
+function markLine(ta, line, column) {
+  const lines = ta.value.split('\n');
+  let pos = 0;
+  for (let k = 0; k < line - 1 && k < lines.length; k++) pos += lines[k].length + 1;
+  pos += Math.max(0, column - 1);
+  ta.focus();
+  ta.setSelectionRange(pos, Math.min(ta.value.length, pos + 1));
+  ta.scrollTop = Math.max(0, (line - 3) * 18);
+}
+
+const FORMAT = { bytes, seconds, count: int };
+
+function tableHtml(r) {
+  return `<table class="summary pair-table" data-testid="pair-table"><thead><tr><th>metric</th><th>A</th><th>B</th><th>B / A</th></tr></thead><tbody>${
+    r.table.map((row) => `<tr data-metric="${esc(row.metric)}"><td>${esc(row.metric.replace(/_/g, ' '))}</td><td>${FORMAT[row.unit](row.a)}</td><td>${FORMAT[row.unit](row.b)}</td><td>${ratio(row.a ? row.ratio : null)}</td></tr>`).join('')}</tbody></table>`;
+}
+
+function diffHtml(d) {
+  const n = d.counts;
+  const ops = Object.entries(d.opcodes).filter(([, v]) => v.a !== v.b).sort((x, y) => Math.abs(y[1].b - y[1].a) - Math.abs(x[1].b - x[1].a));
+  const list = (items, cls) => items.slice(0, LIST_MAX).map((i) => `<li class="${cls}"><b>${esc(i.name)}</b> ${esc(i.opcode)} <span class="muted">${esc(i.shape)}</span></li>`).join('');
+  return `<div class="pair-diff" data-testid="pair-diff">
+    <p data-testid="pair-counts"><b>${int(n.added)}</b> instructions only in B, <b>${int(n.removed)}</b> only in A, <b>${int(n.changed)}</b> changed (opcode or shape), ${int(n.unchanged)} the same${d.truncated ? ' (lists cut at 100)' : ''}.</p>
+    ${ops.length ? `<p data-testid="pair-opcodes">${ops.slice(0, 12).map(([op, v]) => `<code>${esc(op)}</code> ${int(v.a)} → ${int(v.b)}`).join(' · ')}</p>` : '<p data-testid="pair-opcodes">The same opcodes on both sides.</p>'}
+    <details><summary>The instructions (the first ${LIST_MAX} of each kind)</summary>
+    <ul class="pair-list" data-testid="pair-list">${list(d.added, 'add')}${list(d.removed, 'del')}${d.changed.slice(0, LIST_MAX).map((c) => `<li class="chg"><b>${esc(c.name)}</b> ${esc(c.a.opcode)} ${esc(c.a.shape)} → ${esc(c.b.opcode)} ${esc(c.b.shape)}</li>`).join('')}</ul></details>
+  </div>`;
+}
+
+function sideTitle(s, S) {
+  const oom = S.out_of_memory ? ' <span class="tag bad-tag" data-testid="pair-oom">out of device memory</span>' : '';
+  return `${s.toUpperCase()} · ${esc(S.module)} <span class="tag">${esc(S.input)} · ${esc(S.device)}</span>${oom}`;
+}
+
+async function renderPair(out, r, body) {
+  // The inputs shrink once there is a result: the diff and the graphs come
+  // first (on a projector the graphs stay above the fold), the table after.
+  root.classList.add('pair-shown');
+  out.innerHTML = `${diffHtml(r.diff_traced)}
+    ${SIDES.filter((s) => r[s].out_of_memory).map((s) => `<details class="oom-side"><summary>${s.toUpperCase()} does not fit ${esc(r[s].device)}: XLA's report</summary><pre>${esc(r[s].oom_report)}</pre></details>`).join('')}
+    <div class="panes pair-panes">${SIDES.map((s) => `<div class="pane"><div class="pane-title">${sideTitle(s, r[s])}</div><div class="graph" data-testid="pair-graph-${s}"></div></div>`).join('')}</div>
+    ${tableHtml(r)}
+    <details class="pair-text"><summary>The two texts, line by line</summary><div class="hlo-diff" data-testid="pair-hlo-diff"></div></details>`;
+  root.querySelector('[data-testid="pair-links"]').innerHTML = SIDES.map((s) =>
+    `<a href="${esc(results(r[s].id))}" target="_blank">${s.toUpperCase()} result</a>`).join(' · ') + ` · <a href="${esc(results(r.id))}" target="_blank">comparison</a>`;
+  const texts = SIDES.map((s) => body[s].hlo ?? JSON.stringify(body[s].model, null, 2));
+  renderHloDiff(out.querySelector('[data-testid="pair-hlo-diff"]'), texts[0], texts[1], true);
+  const handlers = { onClick: () => {}, onHover: () => {} };
+  panes = Object.fromEntries(SIDES.map((s) => [s, new GraphPane(out.querySelector(`[data-testid="pair-graph-${s}"]`), handlers)]));
+  // The modules as given (a dump is what XLA wrote; a model as traced).
+  await Promise.all(SIDES.map((s) => panes[s].load({ id: r[s].id, stage: 'traced' })
+    .catch((e) => panes[s].showMessage(`<b>${esc(e.code || 'error')}</b>: ${esc(e.message)}`))));
+  const m = diffMarks(panes.a.data, panes.b.data, r.diff_traced);
+  panes.a.mark({ removed: m.removed, changed: m.changed });
+  panes.b.mark({ added: m.added, changed: m.changed });
+  syncPanes(panes.a, panes.b);
+}
+
+/** The graph nodes to mark from the engine's diff: an instruction drawn as
+ * a node by its name; a collapsed layer by its group's structural
+ * fingerprint (graph.json's groups): the same path on both sides with
+ * another fingerprint is changed, a path on one side only is removed or
+ * added. ga, gb: the two graph.json documents (null when not drawn). */
+export function diffMarks(ga, gb, d) {
+  const names = (k) => new Set(d[k].map((i) => i.name));
+  const out = { removed: names('removed'), added: names('added'), changed: new Set(d.changed.map((c) => c.name)) };
+  if (!ga || !gb) return out;
+  const fp = (g) => new Map((g.groups || []).map((x) => [x.path, x.fingerprint]));
+  const fa = fp(ga), fb = fp(gb);
+  const layers = (g) => g.nodes.filter((n) => n.opcode === 'layer' && n.layer);
+  for (const n of layers(ga)) {
+    if (!fb.has(n.layer)) out.removed.add(n.id);
+    else if (fb.get(n.layer) !== fa.get(n.layer)) out.changed.add(n.id);
+  }
+  for (const n of layers(gb)) {
+    if (!fa.has(n.layer)) out.added.add(n.id);
+    else if (fa.get(n.layer) !== fb.get(n.layer)) out.changed.add(n.id);
+  }
+  return out;
+}
