@@ -151,6 +151,12 @@ def model_and_its_dump_with_own_devices(s):
           "the dump of a model is the model's module", n)
     alone, _ = s.json("POST", "/v1/compile?device=tpu-v5p", model)
     check(alone["id"] == c["a"]["id"], "side a is the model's compile on its device")
+    # The one-model form gives the same compile results, and the same table.
+    v, _ = s.json("POST", "/v1/compare", {"model": model, "a": {"device": "tpu-v5p"}, "b": {}})
+    check(v["form"] == "variants" and v["a"]["id"] == c["a"]["id"],
+          "both forms name the same compile result", v.get("form"), v["a"]["id"])
+    check(row(v["table"], "peak_device_bytes")["a"] == alone["memory"]["peak_device_bytes"],
+          "the variants form has the table too", v["table"])
     # The query applies to both sides; a side's own key wins.
     q, _ = s.json("POST", "/v1/compare?device=tpu-v5e",
                   {"a": {"model": model}, "b": {"hlo": traced.stdout, "device": "teach-64m"}})
