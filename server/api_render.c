@@ -71,8 +71,23 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
     }
     char *out = NULL;
     size_t len = 0;
-    hs_status st = fmt == API_GRAPH_JSON ? hs_render_graph_json(m, &o, &out, &len, e)
-                                         : hs_render_graph_dot(m, &o, &out, &len, e);
+    hs_status st;
+    if (fmt == API_GRAPH_SVG) {
+        /* Composed from per-box layouts cached across requests, so a view
+         * of a 40,000-instruction module answers in about a second (one
+         * dot layout of the same view takes minutes; docs/RENDER.md). */
+        int64_t ms = layout_timeout_ms(rq, e);
+        if (ms < 0)
+            return -1;
+        st = hs_render_graph_composed(m, &o, "svg", ms, &out, &len, NULL, e);
+        if (st == HS_OK) {
+            srv_reply_text(rp, 200, "image/svg+xml", out, len);
+            return 0;
+        }
+    } else {
+        st = fmt == API_GRAPH_JSON ? hs_render_graph_json(m, &o, &out, &len, e)
+                                   : hs_render_graph_dot(m, &o, &out, &len, e);
+    }
     if (st != HS_OK) {
         if (st == HS_ERR_LIMIT)
             snprintf(e->path, sizeof e->path, "?expand");
@@ -87,8 +102,6 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
             snprintf(e->path, sizeof e->path, "?computation");
         return -1;
     }
-    if (fmt == API_GRAPH_SVG)
-        return layout_svg(rq, out, HS_RENDER_ENGINE_GRAPH, rp, e);
     srv_reply_text(rp, 200,
                    fmt == API_GRAPH_JSON ? "application/json" : "text/vnd.graphviz",
                    out, len);

@@ -140,6 +140,40 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
 hs_status hs_render_graph_json(const hs_module *m, const hs_render_options *o,
                                char **out, size_t *out_len, hs_error *err);
 
+/* The same view drawn by composition (docs/RENDER.md, "Composed layout"):
+ * the top level, every open group and every called computation drawn is a
+ * box laid out by Graphviz on its own, from a canonical DOT (positions for
+ * names, fixed node sizes) that identical layers share, and placed as one
+ * node of its laid-out size in its parent's layout; an edge that crosses a
+ * box's border is routed to the border in the parent and on from a port
+ * inside the box. Pieces are cached process-wide by that canonical DOT, so
+ * identical layers are laid out once and a view that expands one more
+ * layer lays out that layer's box (and the boxes above it) only. The pieces
+ * are then placed and drawn with HS_RENDER_ENGINE_PINNED; format is "svg"
+ * (or another hs_render_layout format), or "dot" for the placed, pinned
+ * DOT itself without drawing it. Node and edge ids are those of
+ * hs_render_graph_dot; a box is a cluster "cluster_g:<group path>" or, for
+ * a called computation, "cluster_<name>". timeout_ms (<= 0: the default)
+ * bounds the whole drawing. stats may be NULL. */
+typedef struct hs_render_compose_stats {
+    int64_t nodes, edges;
+    int boxes;    /* pieces the drawing is composed of */
+    int laid_out; /* laid out by Graphviz in this call */
+    int reused;   /* taken from the cache: the same structure laid out
+                     before, in this call or an earlier one */
+    double layout_seconds; /* waiting for Graphviz, pieces and drawing */
+} hs_render_compose_stats;
+
+hs_status hs_render_graph_composed(const hs_module *m,
+                                   const hs_render_options *o,
+                                   const char *format, int64_t timeout_ms,
+                                   char **out, size_t *out_len,
+                                   hs_render_compose_stats *stats,
+                                   hs_error *err);
+/* Empties the process-wide cache of laid-out pieces (benchmarks measure
+ * cold layouts with it). */
+void hs_render_compose_cache_clear(void);
+
 /* Hits a search returns at most when max_hits <= 0. */
 #define HS_RENDER_DEFAULT_SEARCH_HITS 1000
 

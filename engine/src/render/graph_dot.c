@@ -17,8 +17,8 @@ static bool in_host_memory(const hs_shape *s)
     return s->memory_space == HS_MEMSPACE_HOST;
 }
 
-static void write_node(hs_buf *b, const hs_view *v, const hs_vnode *n,
-                       int depth)
+void hs__dot_node(hs_buf *b, const hs_view *v, const hs_vnode *n, int depth,
+                  const char *extra)
 {
     const hs_instruction *i = n->instr;
     hs_rcat cat = i ? hs__render_category(i) : HS_RCAT_LAYER;
@@ -39,11 +39,19 @@ static void write_node(hs_buf *b, const hs_view *v, const hs_vnode *n,
         hs__buf_puts(b, ", peripheries=2");
     if (n->is_root)
         hs__buf_puts(b, ", penwidth=3");
+    if (extra)
+        hs__buf_puts(b, extra);
     hs__buf_puts(b, "];\n");
 }
 
+static void write_node(hs_buf *b, const hs_view *v, const hs_vnode *n,
+                       int depth)
+{
+    hs__dot_node(b, v, n, depth, NULL);
+}
+
 /* "condition of while.3", "body of while.3", "branch 1 of cond.2". */
-static void cluster_role(hs_buf *b, const hs_vcluster *c)
+void hs__dot_cluster_role(hs_buf *b, const hs_vcluster *c)
 {
     const hs_instruction *i = c->caller;
     int slot = 0;
@@ -80,7 +88,7 @@ static void write_cluster(hs_buf *b, const hs_view *v, int ci, int depth)
                     pad, c->id, pad, c->id, pad);
     hs__dot_text(b, c->comp->name, 64);
     hs__buf_puts(b, "\\n");
-    cluster_role(b, c);
+    hs__dot_cluster_role(b, c);
     hs__buf_printf(b, "\";\n%s  tooltip=\"", pad);
     hs__dot_text(b, c->comp->name, 200);
     if (c->caller->opcode == HS_OP_FUSION)
@@ -96,15 +104,20 @@ static void write_cluster(hs_buf *b, const hs_view *v, int ci, int depth)
     hs__buf_printf(b, "%s}\n", pad);
 }
 
-static void write_edge(hs_buf *b, const hs_view *v, const hs_vedge *e)
+void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
+                  const char *pos)
 {
     const char *from = v->nodes[e->from].id, *to = v->nodes[e->to].id;
-    hs__buf_printf(b, "  \"%s\" -> \"%s\" [id=\"e:%s:%s", from, to, from, to);
+    hs__buf_printf(b, "  \"%s\" -> \"%s\" [", from, to);
+    if (pos)
+        hs__buf_printf(b, "pos=\"%s\", ", pos);
+    hs__buf_printf(b, "id=\"e:%s:%s", from, to);
     if (e->kind == HS_VEDGE_CALL) {
         const hs_vcluster *c = &v->clusters[e->ltail];
-        hs__buf_printf(b, ":call:%s\", ltail=\"%s\", style=dashed, "
-                           "tooltip=\"",
-                        c->id, c->id);
+        hs__buf_printf(b, ":call:%s\", ", c->id);
+        if (!pos) /* a composed drawing routes it through the border itself */
+            hs__buf_printf(b, "ltail=\"%s\", ", c->id);
+        hs__buf_puts(b, "style=dashed, tooltip=\"");
         hs__dot_text(b, c->comp->name, 64);
         hs__buf_puts(b, " -> ");
         hs__dot_text(b, v->nodes[e->to].instr ? v->nodes[e->to].instr->name
@@ -119,6 +132,26 @@ static void write_edge(hs_buf *b, const hs_view *v, const hs_vedge *e)
     }
 }
 
+static void write_edge(hs_buf *b, const hs_view *v, const hs_vedge *e)
+{
+    hs__dot_edge(b, v, e, NULL);
+}
+
+void hs__dot_header(hs_buf *b, const hs_view *v, const char *graph_attrs)
+{
+    hs__buf_printf(b, "digraph G {\n  graph [rankdir=TB, %slabelloc=t, "
+                      "fontname=\"Helvetica\", tooltip=\" \", label=\"",
+                   graph_attrs);
+    hs__dot_text(b, v->title, 120);
+    if (v->top != v->module->entry) {
+        hs__buf_puts(b, "\\ncomputation ");
+        hs__dot_text(b, v->top->name, 120);
+    }
+    hs__buf_puts(b, "\"];\n  node [shape=rect, style=filled, "
+                    "fontname=\"Helvetica\", fontsize=10];\n"
+                    "  edge [fontname=\"Helvetica\", fontsize=9];\n");
+}
+
 hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
                               char **out, size_t *out_len, hs_error *err)
 {
@@ -131,17 +164,7 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
     if (st != HS_OK)
         return st;
     hs_buf b = {0};
-    hs__buf_puts(&b, "digraph G {\n  graph [rankdir=TB, compound=true, "
-                      "labelloc=t, fontname=\"Helvetica\", tooltip=\" \", "
-                      "label=\"");
-    hs__dot_text(&b, v.title, 120);
-    if (v.top != m->entry) {
-        hs__buf_puts(&b, "\\ncomputation ");
-        hs__dot_text(&b, v.top->name, 120);
-    }
-    hs__buf_puts(&b, "\"];\n  node [shape=rect, style=filled, "
-                      "fontname=\"Helvetica\", fontsize=10];\n"
-                      "  edge [fontname=\"Helvetica\", fontsize=9];\n");
+    hs__dot_header(&b, &v, "compound=true, ");
     for (int k = 0; k < v.n_top_nodes; k++)
         write_node(&b, &v, &v.nodes[v.top_nodes[k]], 1);
     for (int k = 0; k < v.n_top_clusters; k++)

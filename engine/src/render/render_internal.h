@@ -170,6 +170,21 @@ void hs__shape_text(const hs_shape *s, char *buf, size_t size);
 /* Short text for a called computation: "add", "max", ... or its name. */
 const char *hs__trivial_computation(const hs_computation *c);
 
+/* ---- DOT pieces (graph_dot.c), shared with the composer ---------------- */
+
+/* "digraph G {", the graph's title and defaults; graph_attrs ("" or
+ * "compound=true, ") go into its graph [...] line. */
+void hs__dot_header(hs_buf *b, const hs_view *v, const char *graph_attrs);
+/* A node statement; extra (NULL: none) is appended to its attributes,
+ * starting with ", ". */
+void hs__dot_node(hs_buf *b, const hs_view *v, const hs_vnode *n, int depth,
+                  const char *extra);
+/* An edge statement; pos (NULL: none) is its spline, already placed. */
+void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
+                  const char *pos);
+/* "body of while.3", "fused expression for fusion.2", ... */
+void hs__dot_cluster_role(hs_buf *b, const hs_vcluster *c);
+
 /* ---- pinned drawings (pinned.c) ---------------------------------------- */
 
 /* Helpers that write nodes at fixed positions (points, y up). */

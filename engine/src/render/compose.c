@@ -1,0 +1,799 @@
+/* compose.c - a view drawn by composing small layouts instead of one large
+ * one.
+ *
+ * Graphviz's dot is superlinear: the ranks of a whole module and the
+ * virtual nodes of its long edges (a mask or the weights' input feeding
+ * every layer) make crossing minimisation cost minutes on Mixtral's 276
+ * boxes. Drawn by composition, each box - the top level, every open group,
+ * every called computation drawn - is laid out on its own with its child
+ * boxes as single nodes of their laid-out size, and edges that cross a
+ * border are cut there: in the parent they end at the box, inside it they
+ * start from an entry port (or end at an exit port). A box's layout then
+ * sees only its own items and the edges among them, deduplicated, so the
+ * cost is the sum of small layouts, never the square of the module.
+ *
+ * Each box is laid out from a canonical DOT: items named by position,
+ * sizes fixed from their labels (rounded up, so that layers whose names
+ * differ in a digit still match), no text. Identical layers give the same
+ * DOT, and compose_cache.c keeps layouts by it: a layer is laid out once,
+ * and expanding one more layer lays out that layer and the (small) boxes
+ * above it. The boxes are then placed from the top down and the whole
+ * drawing is written as pinned DOT (positions and splines given) for
+ * HS_RENDER_ENGINE_PINNED, which only draws. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render/compose_internal.h"
+#include "render/render_internal.h"
+
+/* Points (1/72 inch) around a box's content, and above it for its label. */
+#define BOX_PAD 8.0
+#define BOX_LABEL_LINE 15.0
+#define BOX_FONT_SIZE 11
+/* Label sizes: Graphviz's default node box (0.75 x 0.5 inch) at least; a
+ * character of 10-point DejaVu Sans (what Helvetica resolves to) is 5.3
+ * to 6 points for the names, digits and shapes labels hold. Widths are
+ * rounded up to WIDTH_STEP so that names differing in a digit give the
+ * same size, and the same canonical DOT. */
+#define CHAR_W 6.0
+#define LINE_H 12.5
+#define WIDTH_STEP 9.0
+
+enum { PORT_IN = -1, PORT_OUT = -2 };
+
+typedef struct sub {
+    int box, tail, head; /* items of box, or PORT_IN / PORT_OUT */
+    int edge;            /* the piece's edge, after layout */
+} sub;
+
+typedef struct box {
+    int parent, depth;
+    int group;   /* an open group, or -1 */
+    int cluster; /* a view cluster (called computation), or -1 */
+    int n_items, cap_items;
+    int *items; /* node k >= 0, box b as -1 - b */
+    int slot;   /* its item index in the parent */
+    int label_lines;
+    double w, h;   /* outer size */
+    double ox, oy; /* absolute lower-left of its piece */
+    bool uses_in, uses_out;
+    hs_piece *piece;
+} box;
+
+typedef struct composer {
+    hs_view *v;
+    hs_error *err;
+    int n_boxes, cap_boxes;
+    box *boxes;
+    int *box_of_group;   /* per group, -1 */
+    int *box_of_cluster; /* per view cluster, -1 */
+    int *node_box, *node_slot;
+    double *node_w, *node_h;
+    int n_subs, cap_subs;
+    sub *subs;
+    int *slots; /* hash of subs, -1 empty */
+    size_t n_slots;
+    int *seg_first, *seg_n; /* per view edge: its subs in segs */
+    int n_segs, cap_segs;
+    int *segs;
+    int64_t deadline_ms;
+    hs_render_compose_stats *stats;
+} composer;
+
+static bool grow(void **items, int n, int *cap, size_t size)
+{
+    if (n < *cap)
+        return true;
+    int c = *cap ? *cap * 2 : 16;
+    void *p = realloc(*items, size * (size_t)c);
+    if (!p)
+        return false;
+    *items = p;
+    *cap = c;
+    return true;
+}
+
+static hs_status nomem(composer *c)
+{
+    return hs_error_set(c->err, HS_ERR_NOMEM,
+                        "out of host memory while composing a layout");
+}
+
+/* ---- boxes -------------------------------------------------------------- */
+
+static int new_box(composer *c, int parent, int group, int cluster)
+{
+    if (!grow((void **)&c->boxes, c->n_boxes, &c->cap_boxes, sizeof *c->boxes))
+        return -1;
+    int b = c->n_boxes++;
+    c->boxes[b] = (box){.parent = parent,
+                        .depth = parent < 0 ? 0 : c->boxes[parent].depth + 1,
+                        .group = group, .cluster = cluster,
+                        .label_lines = cluster >= 0 ? 2 : 1};
+    return b;
+}
+
+static int box_of_node(composer *c, int node);
+
+/* The box that holds what is drawn of group g's members: g's own box when
+ * g is open and not its computation's group, else the box above it. */
+static int box_above_group(composer *c, int g, int comp_box)
+{
+    const hs_group_tree *t = c->v->tree;
+    for (; g >= 0 && t->groups[g].kind != HS_GROUP_COMPUTATION;
+         g = t->groups[g].parent) {
+        if (!c->v->open[g])
+            continue;
+        if (c->box_of_group[g] >= 0)
+            return c->box_of_group[g];
+        int parent = box_above_group(c, t->groups[g].parent, comp_box);
+        if (parent < 0)
+            return -1;
+        int b = new_box(c, parent, g, -1);
+        if (b >= 0)
+            c->box_of_group[g] = b;
+        return b;
+    }
+    return comp_box;
+}
+
+/* The box of view cluster k: inside the box of its caller's node. */
+static int box_of_cluster(composer *c, int k)
+{
+    if (k < 0)
+        return 0;
+    if (c->box_of_cluster[k] >= 0)
+        return c->box_of_cluster[k];
+    const hs_vcluster *cl = &c->v->clusters[k];
+    int parent = -1;
+    for (int n = 0; n < c->v->n_nodes && parent < 0; n++)
+        if (c->v->nodes[n].instr == cl->caller)
+            parent = box_of_node(c, n);
+    if (parent < 0)
+        parent = box_of_cluster(c, cl->parent);
+    if (parent < 0)
+        return -1;
+    int b = new_box(c, parent, -1, k);
+    if (b >= 0)
+        c->box_of_cluster[k] = b;
+    return b;
+}
+
+static int box_of_node(composer *c, int node)
+{
+    if (c->node_box[node] >= 0)
+        return c->node_box[node];
+    const hs_vnode *n = &c->v->nodes[node];
+    int comp_box = box_of_cluster(c, n->cluster);
+    if (comp_box < 0)
+        return -1;
+    int g = n->group;
+    if (g >= 0 && !n->instr)
+        g = c->v->tree->groups[g].parent; /* a closed group sits in its parent */
+    int b = g >= 0 ? box_above_group(c, g, comp_box) : comp_box;
+    c->node_box[node] = b;
+    return b;
+}
+
+static bool add_item(composer *c, int b, int item)
+{
+    box *x = &c->boxes[b];
+    if (!grow((void **)&x->items, x->n_items, &x->cap_items, sizeof *x->items))
+        return false;
+    x->items[x->n_items++] = item;
+    return true;
+}
+
+/* ---- edges cut at borders ------------------------------------------------ */
+
+static uint64_t mix3(int a, int b, int d)
+{
+    uint64_t z = (uint64_t)(uint32_t)a * 0x9E3779B97F4A7C15ull ^
+                 (uint64_t)(uint32_t)b * 0xC2B2AE3D27D4EB4Full ^
+                 (uint64_t)(uint32_t)d * 0x165667B19E3779F9ull;
+    z = (z ^ (z >> 29)) * 0xBF58476D1CE4E5B9ull;
+    return z ^ (z >> 32);
+}
+
+static bool rehash(composer *c)
+{
+    size_t n = c->n_slots ? c->n_slots * 2 : 1024;
+    int *s = malloc(sizeof *s * n);
+    if (!s)
+        return false;
+    memset(s, 0xff, sizeof *s * n);
+    for (int k = 0; k < c->n_subs; k++) {
+        size_t h = mix3(c->subs[k].box, c->subs[k].tail, c->subs[k].head) & (n - 1);
+        while (s[h] >= 0)
+            h = (h + 1) & (n - 1);
+        s[h] = k;
+    }
+    free(c->slots);
+    c->slots = s;
+    c->n_slots = n;
+    return true;
+}
+
+/* The sub-edge (box, tail, head), found or added; -1 on OOM. */
+static int sub_edge(composer *c, int b, int tail, int head)
+{
+    if ((size_t)(c->n_subs + 1) * 2 > c->n_slots && !rehash(c))
+        return -1;
+    size_t h = mix3(b, tail, head) & (c->n_slots - 1);
+    for (; c->slots[h] >= 0; h = (h + 1) & (c->n_slots - 1)) {
+        const sub *s = &c->subs[c->slots[h]];
+        if (s->box == b && s->tail == tail && s->head == head)
+            return c->slots[h];
+    }
+    if (!grow((void **)&c->subs, c->n_subs, &c->cap_subs, sizeof *c->subs))
+        return -1;
+    c->subs[c->n_subs] = (sub){b, tail, head, -1};
+    c->slots[h] = c->n_subs;
+    if (tail == PORT_IN)
+        c->boxes[b].uses_in = true;
+    if (head == PORT_OUT)
+        c->boxes[b].uses_out = true;
+    return c->n_subs++;
+}
+
+static bool add_seg(composer *c, int s)
+{
+    if (s < 0 || !grow((void **)&c->segs, c->n_segs, &c->cap_segs, sizeof *c->segs))
+        return false;
+    c->segs[c->n_segs++] = s;
+    return true;
+}
+
+/* Cuts view edge e at every border it crosses: up from its tail's box to
+ * the exit ports, across in the lowest box holding both ends, down from
+ * the entry ports to its head. */
+static bool cut_edge(composer *c, int e)
+{
+    const hs_vedge *ve = &c->v->edges[e];
+    int a = c->node_box[ve->from], ta = c->node_slot[ve->from];
+    int b = c->node_box[ve->to], hb = c->node_slot[ve->to];
+    c->seg_first[e] = c->n_segs;
+    int down[64], n_down = 0;
+    while (a != b) {
+        if (c->boxes[a].depth >= c->boxes[b].depth) {
+            if (!add_seg(c, sub_edge(c, a, ta, PORT_OUT)))
+                return false;
+            ta = c->boxes[a].slot;
+            a = c->boxes[a].parent;
+        } else {
+            if (n_down == 64)
+                return false;
+            down[n_down++] = sub_edge(c, b, PORT_IN, hb);
+            if (down[n_down - 1] < 0)
+                return false;
+            hb = c->boxes[b].slot;
+            b = c->boxes[b].parent;
+        }
+    }
+    if (ta != hb && !add_seg(c, sub_edge(c, a, ta, hb)))
+        return false;
+    while (n_down > 0)
+        if (!add_seg(c, down[--n_down]))
+            return false;
+    c->seg_n[e] = c->n_segs - c->seg_first[e];
+    return true;
+}
+
+/* ---- sizes --------------------------------------------------------------- */
+
+/* The size of a node from its label (DOT-escaped, lines joined by "\n"). */
+static void label_size(const char *s, double *w, double *h)
+{
+    int lines = 1, chars = 0, widest = 0;
+    for (; *s; s++) {
+        if (*s == '\\' && s[1] == 'n') {
+            lines++;
+            chars = 0;
+            s++;
+            continue;
+        }
+        if (*s == '\\' && s[1])
+            s++;
+        if (((unsigned char)*s & 0xc0) != 0x80 && ++chars > widest)
+            widest = chars;
+    }
+    double width = widest * CHAR_W + 16.0;
+    width = width < 54.0 ? 54.0 : width;
+    *w = WIDTH_STEP * (double)(int64_t)((width + WIDTH_STEP - 1e-9) / WIDTH_STEP);
+    double height = lines * LINE_H + 8.0;
+    *h = height < 36.0 ? 36.0 : height;
+}
+
+/* ---- one piece ----------------------------------------------------------- */
+
+static int item_of_name(const char *name, int n_items)
+{
+    if (strcmp(name, "pi") == 0)
+        return n_items;
+    if (strcmp(name, "po") == 0)
+        return n_items + 1;
+    if (name[0] != 'i')
+        return -1;
+    char *end;
+    long k = strtol(name + 1, &end, 10);
+    return *end || k < 0 || k >= n_items ? -1 : (int)k;
+}
+
+static int port_item(int item, int n_items)
+{
+    return item == PORT_IN ? n_items : item == PORT_OUT ? n_items + 1 : item;
+}
+
+/* Reads Graphviz's JSON for a piece: the bounding box, every item's centre
+ * and every edge's spline. */
+static hs_piece *read_piece(const char *text, size_t len, int n_items)
+{
+    json_error_t je;
+    json_t *root = json_loadb(text, len, 0, &je);
+    hs_piece *p = calloc(1, sizeof *p);
+    if (!root || !p)
+        goto fail;
+    p->n_items = n_items;
+    p->x = calloc((size_t)n_items + 2, sizeof *p->x);
+    p->y = calloc((size_t)n_items + 2, sizeof *p->y);
+    json_t *objects = json_object_get(root, "objects");
+    json_t *edges = json_object_get(root, "edges");
+    size_t n_obj = json_array_size(objects), n_edges = json_array_size(edges);
+    int *item_of_gvid = malloc(sizeof(int) * (n_obj + 1) * 2);
+    p->edges = calloc(n_edges + 1, sizeof *p->edges);
+    if (!p->x || !p->y || !item_of_gvid || !p->edges) {
+        free(item_of_gvid);
+        goto fail;
+    }
+    double llx = 0, lly = 0, urx = 0, ury = 0;
+    const char *bb = json_string_value(json_object_get(root, "bb"));
+    if (bb)
+        sscanf(bb, "%lf,%lf,%lf,%lf", &llx, &lly, &urx, &ury);
+    p->w = urx - llx;
+    p->h = ury - lly;
+    size_t n_gvid = (n_obj + 1) * 2;
+    for (size_t k = 0; k < n_gvid; k++)
+        item_of_gvid[k] = -1;
+    for (size_t k = 0; k < n_obj; k++) {
+        json_t *o = json_array_get(objects, k);
+        json_int_t id = json_integer_value(json_object_get(o, "_gvid"));
+        const char *name = json_string_value(json_object_get(o, "name"));
+        const char *pos = json_string_value(json_object_get(o, "pos"));
+        int item = name ? item_of_name(name, n_items) : -1;
+        double x, y;
+        if (item < 0 || !pos || sscanf(pos, "%lf,%lf", &x, &y) != 2)
+            continue;
+        p->x[item] = x - llx;
+        p->y[item] = y - lly;
+        if (id >= 0 && (size_t)id < n_gvid)
+            item_of_gvid[id] = item;
+    }
+    int cap_points = 0;
+    for (size_t k = 0; k < n_edges; k++) {
+        json_t *e = json_array_get(edges, k);
+        json_int_t t = json_integer_value(json_object_get(e, "tail"));
+        json_int_t h = json_integer_value(json_object_get(e, "head"));
+        const char *pos = json_string_value(json_object_get(e, "pos"));
+        if (t < 0 || h < 0 || (size_t)t >= n_gvid || (size_t)h >= n_gvid || !pos)
+            continue;
+        hs_piece_edge *pe = &p->edges[p->n_edges];
+        *pe = (hs_piece_edge){.tail = item_of_gvid[t], .head = item_of_gvid[h],
+                              .first = p->n_points};
+        for (const char *s = pos; *s;) {
+            while (*s == ' ')
+                s++;
+            if (!*s)
+                break;
+            bool end = s[0] == 'e' && s[1] == ',', start = s[0] == 's' && s[1] == ',';
+            if (end || start)
+                s += 2;
+            double x, y;
+            int used = 0;
+            if (sscanf(s, "%lf,%lf%n", &x, &y, &used) != 2)
+                break;
+            s += used;
+            x -= llx;
+            y -= lly;
+            if (end) {
+                pe->has_end = true;
+                pe->ex = x;
+                pe->ey = y;
+            } else if (!start) {
+                if (p->n_points == cap_points) {
+                    cap_points = cap_points ? cap_points * 2 : 256;
+                    double *q = realloc(p->points, sizeof *q * 2 * (size_t)cap_points);
+                    if (!q) {
+                        free(item_of_gvid);
+                        goto fail;
+                    }
+                    p->points = q;
+                }
+                p->points[2 * p->n_points] = x;
+                p->points[2 * p->n_points + 1] = y;
+                p->n_points++;
+            }
+            while (*s && *s != ' ')
+                s++;
+        }
+        pe->n = p->n_points - pe->first;
+        p->n_edges++;
+    }
+    if (!p->points)
+        p->points = malloc(sizeof *p->points * 2);
+    free(item_of_gvid);
+    json_decref(root);
+    if (!p->points) {
+        hs__piece_free(p);
+        return NULL;
+    }
+    return p;
+fail:
+    json_decref(root);
+    hs__piece_free(p);
+    return NULL;
+}
+
+/* The canonical DOT of box b: everything its layout depends on, nothing
+ * else. */
+static void piece_dot(const composer *c, int b, hs_buf *d)
+{
+    const box *x = &c->boxes[b];
+    hs__buf_puts(d, "digraph P {\ngraph [rankdir=TB, nodesep=0.3, ranksep=0.4, nslimit=2];\n"
+                    "node [shape=box, fixedsize=true, label=\"\"];\n");
+    for (int k = 0; k < x->n_items; k++) {
+        int it = x->items[k];
+        double w, h;
+        const char *shape = "";
+        if (it >= 0) {
+            w = c->node_w[it];
+            h = c->node_h[it];
+            const hs_instruction *i = c->v->nodes[it].instr;
+            if (i && i->opcode == HS_OP_WHILE)
+                shape = ", shape=ellipse";
+        } else {
+            w = c->boxes[-1 - it].w;
+            h = c->boxes[-1 - it].h;
+        }
+        hs__buf_printf(d, "i%d [width=%.3f, height=%.3f%s];\n", k, w / 72.0,
+                       h / 72.0, shape);
+    }
+    if (x->uses_in)
+        hs__buf_puts(d, "pi [shape=point, width=0.05, height=0.05];\n");
+    if (x->uses_out)
+        hs__buf_puts(d, "po [shape=point, width=0.05, height=0.05];\n");
+    for (int k = 0; k < c->n_subs; k++) {
+        const sub *s = &c->subs[k];
+        if (s->box != b)
+            continue;
+        if (s->tail == PORT_IN)
+            hs__buf_puts(d, "pi");
+        else
+            hs__buf_printf(d, "i%d", s->tail);
+        hs__buf_puts(d, " -> ");
+        if (s->head == PORT_OUT)
+            hs__buf_puts(d, "po");
+        else
+            hs__buf_printf(d, "i%d", s->head);
+        hs__buf_puts(d, ";\n");
+    }
+    hs__buf_puts(d, "}\n");
+}
+
+static hs_status lay_out_box(composer *c, int b)
+{
+    box *x = &c->boxes[b];
+    hs_buf d = {0};
+    piece_dot(c, b, &d);
+    if (d.oom) {
+        hs__buf_free(&d);
+        return nomem(c);
+    }
+    c->stats->boxes++;
+    x->piece = hs__piece_cache_get(d.data, d.len);
+    if (x->piece) {
+        c->stats->reused++;
+    } else {
+        int64_t left = c->deadline_ms - hs_now_ns() / 1000000;
+        if (left <= 0) {
+            hs__buf_free(&d);
+            return hs_error_set(c->err, HS_ERR_CANCELLED,
+                                "layout timed out while composing");
+        }
+        char *json = NULL;
+        size_t len = 0;
+        int64_t t0 = hs_now_ns();
+        hs_status st = hs_render_layout(d.data, HS_RENDER_ENGINE_GRAPH, "json",
+                                        left, &json, &len, c->err);
+        c->stats->layout_seconds += (double)(hs_now_ns() - t0) / 1e9;
+        if (st != HS_OK) {
+            hs__buf_free(&d);
+            return st;
+        }
+        x->piece = read_piece(json, len, x->n_items);
+        free(json);
+        if (!x->piece) {
+            hs__buf_free(&d);
+            return hs_error_set(c->err, HS_ERR_RUNTIME,
+                                "layout: unreadable JSON from Graphviz");
+        }
+        hs__piece_cache_put(d.data, d.len, x->piece);
+        c->stats->laid_out++;
+    }
+    hs__buf_free(&d);
+    /* match the piece's edges to the sub-edges (both are few per box) */
+    const hs_piece *p = x->piece;
+    for (int k = 0; k < c->n_subs; k++) {
+        sub *s = &c->subs[k];
+        if (s->box != b)
+            continue;
+        int t = port_item(s->tail, x->n_items), h = port_item(s->head, x->n_items);
+        for (int j = 0; j < p->n_edges && s->edge < 0; j++)
+            if (p->edges[j].tail == t && p->edges[j].head == h)
+                s->edge = j;
+    }
+    x->w = p->w + 2 * BOX_PAD;
+    x->h = p->h + 2 * BOX_PAD + (b ? x->label_lines * BOX_LABEL_LINE : 0);
+    return HS_OK;
+}
+
+/* ---- the drawing --------------------------------------------------------- */
+
+static void place(composer *c)
+{
+    c->boxes[0].ox = BOX_PAD;
+    c->boxes[0].oy = BOX_PAD;
+    for (int b = 1; b < c->n_boxes; b++) {
+        box *x = &c->boxes[b];
+        const box *p = &c->boxes[x->parent];
+        double cx = p->ox + p->piece->x[x->slot], cy = p->oy + p->piece->y[x->slot];
+        x->ox = cx - x->w / 2 + BOX_PAD;
+        x->oy = cy - x->h / 2 + BOX_PAD;
+    }
+}
+
+static void write_box(composer *c, hs_buf *o, int b, int depth)
+{
+    const box *x = &c->boxes[b];
+    const hs_view *v = c->v;
+    if (b > 0) {
+        double x0 = x->ox - BOX_PAD, y0 = x->oy - BOX_PAD;
+        hs__buf_puts(o, "subgraph \"");
+        if (x->cluster >= 0) {
+            const hs_vcluster *cl = &v->clusters[x->cluster];
+            hs__buf_printf(o, "%s\" {\n  id=\"%s\";\n  label=\"", cl->id, cl->id);
+            hs__dot_text(o, cl->comp->name, 64);
+            hs__buf_puts(o, "\\n");
+            hs__dot_cluster_role(o, cl);
+            hs__buf_puts(o, "\";\n  tooltip=\"");
+            hs__dot_text(o, cl->comp->name, 200);
+            if (cl->caller->opcode == HS_OP_FUSION)
+                hs__buf_puts(o, "\";\n  style=\"rounded,filled,bold\"; "
+                                "fillcolor=\"#f5f5f5\"; color=\"#c2c2c2\";\n");
+            else
+                hs__buf_puts(o, "\";\n  style=rounded; color=black;\n");
+        } else {
+            const hs_group *g = &v->tree->groups[x->group];
+            hs_buf id = {0};
+            hs__buf_puts(&id, "cluster_g:");
+            hs__id_encode(&id, g->path);
+            const char *ids = id.data ? id.data : "";
+            hs__buf_printf(o, "%s\" {\n  id=\"%s\";\n  label=\"", ids, ids);
+            hs__buf_free(&id);
+            hs__dot_text(o, g->label, 64);
+            hs__buf_puts(o, "\";\n  tooltip=\"");
+            hs__dot_text(o, g->path, 200);
+            hs__buf_printf(o, " (%lld instructions)\";\n  style=\"rounded,dashed\"; "
+                              "color=\"#546e7a\";\n",
+                           (long long)g->instructions);
+        }
+        hs__buf_printf(o, "  fontsize=%d; bb=\"%.2f,%.2f,%.2f,%.2f\"; "
+                          "lp=\"%.2f,%.2f\";\n",
+                       BOX_FONT_SIZE, x0, y0, x0 + x->w, y0 + x->h,
+                       x0 + x->w / 2,
+                       y0 + x->h - BOX_PAD / 2 - x->label_lines * BOX_LABEL_LINE / 2);
+    }
+    for (int k = 0; k < x->n_items; k++) {
+        int it = x->items[k];
+        if (it < 0)
+            continue;
+        char extra[160];
+        snprintf(extra, sizeof extra,
+                 ", pos=\"%.2f,%.2f\", width=%.3f, height=%.3f, fixedsize=true",
+                 x->ox + x->piece->x[k], x->oy + x->piece->y[k],
+                 c->node_w[it] / 72.0, c->node_h[it] / 72.0);
+        hs__dot_node(o, v, &v->nodes[it], depth + 1, extra);
+    }
+    for (int k = 0; k < x->n_items; k++)
+        if (x->items[k] < 0)
+            write_box(c, o, -1 - x->items[k], depth + 1);
+    if (b > 0)
+        hs__buf_puts(o, "}\n");
+}
+
+/* The spline of view edge e: its segments joined end to start by straight
+ * pieces (a cubic whose control points are its two ends), an arrow inside
+ * the path drawn as a line to its tip, the last one's arrow kept. */
+static void edge_pos(const composer *c, int e, hs_buf *pos)
+{
+    bool have = false, has_end = false;
+    double lx = 0, ly = 0, ex = 0, ey = 0;
+    hs_buf pts = {0};
+    for (int k = 0; k < c->seg_n[e]; k++) {
+        const sub *s = &c->subs[c->segs[c->seg_first[e] + k]];
+        const box *x = &c->boxes[s->box];
+        if (s->edge < 0)
+            continue;
+        const hs_piece_edge *pe = &x->piece->edges[s->edge];
+        if (has_end) { /* the previous segment's arrow: on to its tip */
+            hs__buf_printf(&pts, " %.2f,%.2f %.2f,%.2f %.2f,%.2f", lx, ly, ex,
+                           ey, ex, ey);
+            lx = ex, ly = ey;
+        }
+        for (int j = 0; j < pe->n; j++) {
+            double px = x->ox + x->piece->points[2 * (pe->first + j)];
+            double py = x->oy + x->piece->points[2 * (pe->first + j) + 1];
+            if (j == 0 && have)
+                hs__buf_printf(&pts, " %.2f,%.2f %.2f,%.2f", lx, ly, px, py);
+            hs__buf_printf(&pts, " %.2f,%.2f", px, py);
+            have = true;
+            lx = px, ly = py;
+        }
+        has_end = pe->has_end;
+        ex = x->ox + pe->ex;
+        ey = x->oy + pe->ey;
+    }
+    if (have && has_end)
+        hs__buf_printf(pos, "e,%.2f,%.2f", ex, ey);
+    if (have && pts.data)
+        hs__buf_puts(pos, has_end ? pts.data : pts.data + 1);
+    hs__buf_free(&pts);
+}
+
+static hs_status compose(composer *c, const char *format, char **out,
+                         size_t *out_len)
+{
+    hs_view *v = c->v;
+    int nn = v->n_nodes, nc = v->n_clusters, ng = v->tree->n_groups;
+    c->box_of_group = malloc(sizeof(int) * ((size_t)ng + 1));
+    c->box_of_cluster = malloc(sizeof(int) * ((size_t)nc + 1));
+    c->node_box = malloc(sizeof(int) * ((size_t)nn + 1));
+    c->node_slot = malloc(sizeof(int) * ((size_t)nn + 1));
+    c->node_w = malloc(sizeof(double) * ((size_t)nn + 1));
+    c->node_h = malloc(sizeof(double) * ((size_t)nn + 1));
+    c->seg_first = calloc((size_t)v->n_edges + 1, sizeof(int));
+    c->seg_n = calloc((size_t)v->n_edges + 1, sizeof(int));
+    if (!c->box_of_group || !c->box_of_cluster || !c->node_box ||
+        !c->node_slot || !c->node_w || !c->node_h || !c->seg_first ||
+        !c->seg_n || new_box(c, -1, 0, -1) != 0)
+        return nomem(c);
+    memset(c->box_of_group, 0xff, sizeof(int) * ((size_t)ng + 1));
+    memset(c->box_of_cluster, 0xff, sizeof(int) * ((size_t)nc + 1));
+    memset(c->node_box, 0xff, sizeof(int) * ((size_t)nn + 1));
+    c->box_of_group[0] = 0;
+    hs_buf label = {0};
+    for (int n = 0; n < nn; n++) {
+        if (box_of_node(c, n) < 0)
+            return nomem(c);
+        label.len = 0;
+        if (label.data)
+            label.data[0] = '\0';
+        hs__node_label(&label, v, &v->nodes[n]);
+        label_size(label.data ? label.data : "", &c->node_w[n], &c->node_h[n]);
+    }
+    bool oom = label.oom;
+    hs__buf_free(&label);
+    if (oom)
+        return nomem(c);
+    /* items: a box's nodes in view order, then its child boxes */
+    for (int n = 0; n < nn; n++) {
+        c->node_slot[n] = c->boxes[c->node_box[n]].n_items;
+        if (!add_item(c, c->node_box[n], n))
+            return nomem(c);
+    }
+    for (int b = 1; b < c->n_boxes; b++) {
+        c->boxes[b].slot = c->boxes[c->boxes[b].parent].n_items;
+        if (!add_item(c, c->boxes[b].parent, -1 - b))
+            return nomem(c);
+    }
+    for (int e = 0; e < v->n_edges; e++)
+        if (!cut_edge(c, e))
+            return nomem(c);
+    /* children before parents: a box's size is its piece's */
+    for (int b = c->n_boxes - 1; b >= 0; b--) {
+        hs_status st = lay_out_box(c, b);
+        if (st != HS_OK)
+            return st;
+    }
+    place(c);
+    hs_buf o = {0};
+    hs__dot_header(&o, v, "");
+    write_box(c, &o, 0, 0);
+    hs_buf pos = {0};
+    for (int e = 0; e < v->n_edges; e++) {
+        pos.len = 0;
+        if (pos.data)
+            pos.data[0] = '\0';
+        edge_pos(c, e, &pos);
+        hs__dot_edge(&o, v, &v->edges[e], pos.data && pos.data[0] ? pos.data : NULL);
+    }
+    hs__buf_puts(&o, "}\n");
+    oom = pos.oom;
+    hs__buf_free(&pos);
+    if (oom) {
+        hs__buf_free(&o);
+        return nomem(c);
+    }
+    char *dot = NULL;
+    size_t dot_len = 0;
+    hs_status st = hs__buf_finish(&o, &dot, &dot_len, "rendering", c->err);
+    if (st != HS_OK)
+        return st;
+    if (strcmp(format, "dot") == 0) {
+        *out = dot;
+        if (out_len)
+            *out_len = dot_len;
+        return HS_OK;
+    }
+    int64_t left = c->deadline_ms - hs_now_ns() / 1000000;
+    if (left <= 0) {
+        free(dot);
+        return hs_error_set(c->err, HS_ERR_CANCELLED,
+                            "layout timed out while composing");
+    }
+    int64_t t0 = hs_now_ns();
+    st = hs_render_layout(dot, HS_RENDER_ENGINE_PINNED, format, left, out,
+                          out_len, c->err);
+    c->stats->layout_seconds += (double)(hs_now_ns() - t0) / 1e9;
+    free(dot);
+    return st;
+}
+
+hs_status hs_render_graph_composed(const hs_module *m,
+                                   const hs_render_options *o,
+                                   const char *format, int64_t timeout_ms,
+                                   char **out, size_t *out_len,
+                                   hs_render_compose_stats *stats,
+                                   hs_error *err)
+{
+    hs_error_clear(err);
+    *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    hs_render_compose_stats own;
+    if (!stats)
+        stats = &own;
+    memset(stats, 0, sizeof *stats);
+    if (!format)
+        format = "svg";
+    if (timeout_ms <= 0)
+        timeout_ms = HS_RENDER_DEFAULT_TIMEOUT_MS;
+    hs_view v;
+    hs_status st = hs__view_build(m, o, &v, err);
+    if (st != HS_OK)
+        return st;
+    composer c = {.v = &v, .err = err, .stats = stats,
+                  .deadline_ms = hs_now_ns() / 1000000 + timeout_ms};
+    stats->nodes = v.n_nodes;
+    stats->edges = v.n_edges;
+    st = compose(&c, format, out, out_len);
+    for (int b = 0; b < c.n_boxes; b++) {
+        free(c.boxes[b].items);
+        hs__piece_free(c.boxes[b].piece);
+    }
+    free(c.boxes);
+    free(c.box_of_group);
+    free(c.box_of_cluster);
+    free(c.node_box);
+    free(c.node_slot);
+    free(c.node_w);
+    free(c.node_h);
+    free(c.subs);
+    free(c.slots);
+    free(c.seg_first);
+    free(c.seg_n);
+    free(c.segs);
+    hs__view_free(&v);
+    return st;
+}
