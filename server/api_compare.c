@@ -58,11 +58,12 @@ static json_t *diff_json(const hs_module *a, const hs_module *b, const char *sta
                                           "b", (json_int_t)d.opcodes_b[op]));
     bool truncated = d.n_added > DIFF_LIST_MAX || d.n_removed > DIFF_LIST_MAX ||
                      d.n_changed > DIFF_LIST_MAX;
-    json_t *o = json_pack("{s:s, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:b, s:o}",
+    json_t *o = json_pack("{s:s, s:{s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:b, s:o}",
                           "stage", stage, "counts", "added",
                           (json_int_t)d.n_added, "removed", (json_int_t)d.n_removed,
                           "changed", (json_int_t)d.n_changed, "unchanged",
-                          (json_int_t)d.n_unchanged, "added", added, "removed",
+                          (json_int_t)d.n_unchanged, "matched_by_layer",
+                          (json_int_t)d.n_matched_by_layer, "added", added, "removed",
                           removed, "changed", changed, "truncated", truncated,
                           "opcodes", opcodes);
     hs_module_diff_free(&d);

@@ -237,13 +237,20 @@ void hs_program_free(hs_program *p);
 /* Comparing two modules                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* What changed from a to b, instructions matched by name across all
- * computations: added (only in b, in b's order), removed (only in a, in
- * a's order), changed (same name, different opcode or shape; pairs in b's
- * order) and unchanged, and how many instructions of each opcode either
- * has. The lists point into a and b. */
+/* What changed from a to b: added (only in b, in b's order), removed (only
+ * in a, in a's order), changed (matched, different opcode or shape) and
+ * unchanged, and how many instructions of each opcode either has. The
+ * instructions of layers (op_name "layers.3/mlp", a scan body's
+ * "layers." with a star for the number, or the group tree's repeated layers where there is no
+ * op_name) are matched by their place in the layer - the same place in the
+ * same layer, or in a scan body that stands for every layer - so an
+ * unrolled model and its scan form differ only by the loop's structure;
+ * the others are matched by name across all computations. The lists point
+ * into a and b. */
 typedef struct hs_module_diff {
     int64_t n_added, n_removed, n_changed, n_unchanged;
+    /* of the changed and unchanged: matched by their place in a layer */
+    int64_t n_matched_by_layer;
     const hs_instruction **added;
     const hs_instruction **removed;
     const hs_instruction **changed_a, **changed_b;
