@@ -21,6 +21,7 @@
  * drawing is written as pinned DOT (positions and splines given) for
  * HS_RENDER_ENGINE_PINNED, which only draws. */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,47 +482,87 @@ static void piece_dot(const composer *c, int b, hs_buf *d)
     hs__buf_puts(d, "}\n");
 }
 
-static hs_status lay_out_box(composer *c, int b)
+/* Boxes are laid out by a few threads at once (each layout is a job for
+ * its own worker process): a box is ready when its child boxes are, and a
+ * box whose canonical DOT is being laid out already waits for that result
+ * instead of laying it out again. */
+#define COMPOSE_THREADS 3
+
+typedef struct pool {
+    composer *c;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int *pending; /* per box: child boxes not laid out yet */
+    hs_buf *dot;  /* per box: its canonical DOT, once ready */
+    int *ready, n_ready;
+    int *busy, n_busy; /* boxes being laid out */
+    int n_done;
+    hs_status status;
+    hs_error err;
+} pool;
+
+/* Under the lock: box b's children are laid out, its DOT can be written. */
+static void make_ready(pool *q, int b)
 {
-    box *x = &c->boxes[b];
-    hs_buf d = {0};
-    piece_dot(c, b, &d);
-    if (d.oom) {
-        hs__buf_free(&d);
-        return nomem(c);
+    piece_dot(q->c, b, &q->dot[b]);
+    q->ready[q->n_ready++] = b;
+}
+
+static bool same_dot(const hs_buf *x, const hs_buf *y)
+{
+    return x->len == y->len && x->data && y->data &&
+           memcmp(x->data, y->data, x->len) == 0;
+}
+
+/* Under the lock: a ready box whose DOT is not being laid out, or -1. */
+static int take_ready(pool *q)
+{
+    for (int k = 0; k < q->n_ready; k++) {
+        int b = q->ready[k];
+        bool twin = false;
+        for (int j = 0; j < q->n_busy && !twin; j++)
+            twin = same_dot(&q->dot[b], &q->dot[q->busy[j]]);
+        if (twin)
+            continue;
+        q->ready[k] = q->ready[--q->n_ready];
+        q->busy[q->n_busy++] = b;
+        return b;
     }
-    c->stats->boxes++;
-    x->piece = hs__piece_cache_get(d.data, d.len);
-    if (x->piece) {
-        c->stats->reused++;
-    } else {
+    return -1;
+}
+
+/* Lays out box b (or takes its layout from the cache). Without the lock:
+ * it writes only b's piece, size and sub-edges. */
+static hs_status lay_out_box(pool *q, int b, hs_error *err, bool *reused,
+                             double *seconds)
+{
+    composer *c = q->c;
+    box *x = &c->boxes[b];
+    const hs_buf *d = &q->dot[b];
+    if (d->oom)
+        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory while composing a layout");
+    x->piece = hs__piece_cache_get(d->data, d->len);
+    *reused = x->piece != NULL;
+    if (!x->piece) {
         int64_t left = c->deadline_ms - hs_now_ns() / 1000000;
-        if (left <= 0) {
-            hs__buf_free(&d);
-            return hs_error_set(c->err, HS_ERR_CANCELLED,
+        if (left <= 0)
+            return hs_error_set(err, HS_ERR_CANCELLED,
                                 "layout timed out while composing");
-        }
         char *json = NULL;
         size_t len = 0;
         int64_t t0 = hs_now_ns();
-        hs_status st = hs_render_layout(d.data, HS_RENDER_ENGINE_GRAPH, "json",
-                                        left, &json, &len, c->err);
-        c->stats->layout_seconds += (double)(hs_now_ns() - t0) / 1e9;
-        if (st != HS_OK) {
-            hs__buf_free(&d);
+        hs_status st = hs_render_layout(d->data, HS_RENDER_ENGINE_GRAPH, "json",
+                                        left, &json, &len, err);
+        *seconds = (double)(hs_now_ns() - t0) / 1e9;
+        if (st != HS_OK)
             return st;
-        }
         x->piece = read_piece(json, len, x->n_items);
         free(json);
-        if (!x->piece) {
-            hs__buf_free(&d);
-            return hs_error_set(c->err, HS_ERR_RUNTIME,
+        if (!x->piece)
+            return hs_error_set(err, HS_ERR_RUNTIME,
                                 "layout: unreadable JSON from Graphviz");
-        }
-        hs__piece_cache_put(d.data, d.len, x->piece);
-        c->stats->laid_out++;
+        hs__piece_cache_put(d->data, d->len, x->piece);
     }
-    hs__buf_free(&d);
     /* match the piece's edges to the sub-edges (both are few per box) */
     const hs_piece *p = x->piece;
     for (int k = 0; k < c->n_subs; k++) {
@@ -536,6 +577,96 @@ static hs_status lay_out_box(composer *c, int b)
     x->w = p->w + 2 * BOX_PAD;
     x->h = p->h + 2 * BOX_PAD + (b ? x->label_lines * BOX_LABEL_LINE : 0);
     return HS_OK;
+}
+
+static void *pool_worker(void *arg)
+{
+    pool *q = arg;
+    composer *c = q->c;
+    pthread_mutex_lock(&q->lock);
+    for (;;) {
+        if (q->status != HS_OK || q->n_done == c->n_boxes)
+            break;
+        int b = take_ready(q);
+        if (b < 0) {
+            pthread_cond_wait(&q->changed, &q->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&q->lock);
+        hs_error err;
+        hs_error_clear(&err);
+        bool reused = false;
+        double seconds = 0;
+        hs_status st = lay_out_box(q, b, &err, &reused, &seconds);
+        pthread_mutex_lock(&q->lock);
+        for (int j = 0; j < q->n_busy; j++)
+            if (q->busy[j] == b) {
+                q->busy[j] = q->busy[--q->n_busy];
+                break;
+            }
+        if (st != HS_OK) {
+            if (q->status == HS_OK) {
+                q->status = st;
+                q->err = err;
+            }
+        } else {
+            q->n_done++;
+            c->stats->boxes++;
+            c->stats->reused += reused;
+            c->stats->laid_out += !reused;
+            c->stats->layout_seconds += seconds;
+            int parent = c->boxes[b].parent;
+            if (parent >= 0 && --q->pending[parent] == 0)
+                make_ready(q, parent);
+        }
+        pthread_cond_broadcast(&q->changed);
+    }
+    pthread_mutex_unlock(&q->lock);
+    return NULL;
+}
+
+/* Lays out every box, children before parents. */
+static hs_status lay_out_boxes(composer *c)
+{
+    int n = c->n_boxes;
+    pool q = {.c = c, .status = HS_OK};
+    q.pending = calloc((size_t)n, sizeof *q.pending);
+    q.dot = calloc((size_t)n, sizeof *q.dot);
+    q.ready = malloc(sizeof *q.ready * (size_t)n);
+    q.busy = malloc(sizeof *q.busy * (size_t)n);
+    if (!q.pending || !q.dot || !q.ready || !q.busy) {
+        free(q.pending);
+        free(q.dot);
+        free(q.ready);
+        free(q.busy);
+        return nomem(c);
+    }
+    pthread_mutex_init(&q.lock, NULL);
+    pthread_cond_init(&q.changed, NULL);
+    for (int b = 1; b < n; b++)
+        q.pending[c->boxes[b].parent]++;
+    for (int b = n - 1; b >= 0; b--)
+        if (q.pending[b] == 0)
+            make_ready(&q, b);
+    pthread_t threads[COMPOSE_THREADS - 1];
+    int started = 0;
+    for (int k = 0; k < COMPOSE_THREADS - 1 && k + 1 < n; k++)
+        if (pthread_create(&threads[k], NULL, pool_worker, &q) == 0)
+            started++;
+    pool_worker(&q);
+    for (int k = 0; k < started; k++)
+        pthread_join(threads[k], NULL);
+    pthread_cond_destroy(&q.changed);
+    pthread_mutex_destroy(&q.lock);
+    if (q.status != HS_OK && c->err)
+        *c->err = q.err;
+    for (int b = 0; b < n; b++)
+        hs__buf_free(&q.dot[b]);
+    free(q.pending);
+    free(q.dot);
+    free(q.ready);
+    free(q.busy);
+    return q.status;
 }
 
 /* ---- the drawing --------------------------------------------------------- */
@@ -701,11 +832,9 @@ static hs_status compose(composer *c, const char *format, char **out,
         if (!cut_edge(c, e))
             return nomem(c);
     /* children before parents: a box's size is its piece's */
-    for (int b = c->n_boxes - 1; b >= 0; b--) {
-        hs_status st = lay_out_box(c, b);
-        if (st != HS_OK)
-            return st;
-    }
+    hs_status lst = lay_out_boxes(c);
+    if (lst != HS_OK)
+        return lst;
     place(c);
     hs_buf o = {0};
     hs__dot_header(&o, v, "");
