@@ -1,7 +1,7 @@
 /*
  * hlo_test_helpers.h - what tests written as HLO text share: parse a
- * module (failing the test with the parser's message), print it, and look
- * for text in the printed module. Include after <cmocka.h>.
+ * module (failing the test with the parser's message) or a model JSON,
+ * print it, and look for text in the printed module. Include after <cmocka.h>.
  */
 #ifndef HLOSCOPE_HLO_TEST_HELPERS_H
 #define HLOSCOPE_HLO_TEST_HELPERS_H
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hloscope/hs_hlo_text.h"
+#include "hloscope/hs_model.h"
 
 static inline hs_module *parse(const char *text)
 {
@@ -18,6 +19,18 @@ static inline hs_module *parse(const char *text)
     if (!m)
         fail_msg("parse: %s (line %d, column %d)\n%s", err.message, err.line,
                  err.column, text);
+    return m;
+}
+
+/* A model JSON traced with shapes only (loop NULL: the JSON's own), failing
+ * the test with the loader's message. */
+static inline hs_model *load_model(const char *json, const char *loop)
+{
+    hs_error err;
+    hs_model_options o = {.shapes_only = true, .loop = loop};
+    hs_model *m = hs_model_load(json, strlen(json), &o, &err);
+    if (!m)
+        fail_msg("model: %s %s", err.path, err.message);
     return m;
 }
 

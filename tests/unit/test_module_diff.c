@@ -17,16 +17,7 @@
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
 #include "hloscope/hs_program.h"
-
-static hs_model *load(const char *json, const char *loop)
-{
-    hs_error err;
-    hs_model_options o = {.shapes_only = true, .loop = loop};
-    hs_model *m = hs_model_load(json, strlen(json), &o, &err);
-    if (!m)
-        fail_msg("model: %s %s", err.path, err.message);
-    return m;
-}
+#include "hlo_test_helpers.h"
 
 /* Whether i is part of the scan's machinery: traced under the loop's own
  * scope, or in a reducer computation (add, max: named per module). */
@@ -48,7 +39,7 @@ static void scan_and_unrolled_differ_only_by_the_loop(void **state)
         "\"hidden\": 64}}]}",
     };
     for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
-        hs_model *a = load(models[k], "unrolled"), *b = load(models[k], "scan");
+        hs_model *a = load_model(models[k], "unrolled"), *b = load_model(models[k], "scan");
         hs_module_diff d;
         hs_error err;
         assert_int_equal(hs_module_diff_compute(a->module, b->module, &d, &err), HS_OK);
@@ -86,10 +77,10 @@ static void one_changed_layer_is_all_that_differs(void **state)
 {
     (void)state;
     /* Layers 0-2 and 4-5 identical, layer 3 with a wider hidden size. */
-    hs_model *a = load("{\"name\": \"m\", \"input\": {\"shape\": [2, 16]}, \"layers\": "
+    hs_model *a = load_model("{\"name\": \"m\", \"input\": {\"shape\": [2, 16]}, \"layers\": "
                        "[{\"repeat\": 6, \"block\": {\"type\": \"mlp\", \"hidden\": 32}}]}",
                        NULL);
-    hs_model *b = load("{\"name\": \"m\", \"input\": {\"shape\": [2, 16]}, \"layers\": "
+    hs_model *b = load_model("{\"name\": \"m\", \"input\": {\"shape\": [2, 16]}, \"layers\": "
                        "[{\"repeat\": 3, \"block\": {\"type\": \"mlp\", \"hidden\": 32}},"
                        " {\"type\": \"mlp\", \"hidden\": 48},"
                        " {\"repeat\": 2, \"block\": {\"type\": \"mlp\", \"hidden\": 32}}]}",

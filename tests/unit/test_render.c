@@ -51,16 +51,6 @@ static const char lin8_json[] =
     " \"layers\": [{\"repeat\": 8, \"block\": {\"type\": \"linear\", "
     "\"features\": 16}}]}";
 
-static hs_model *load_model(const char *json, const char *loop)
-{
-    hs_error err;
-    hs_model_options o = {.shapes_only = true, .loop = loop};
-    hs_model *m = hs_model_load(json, strlen(json), &o, &err);
-    if (!m)
-        fail_msg("model: %s %s", err.path, err.message);
-    return m;
-}
-
 static char *dot_of(const hs_module *m, const hs_render_options *o)
 {
     char *dot = NULL;

@@ -17,26 +17,29 @@
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
 #include "hloscope/hs_render.h"
+#include "hlo_test_helpers.h"
 
-static const char while_hlo[] =
-    "HloModule loop\n"
-    "condition {\n"
-    "  p = (s32[]) parameter(0)\n"
-    "  cond = s32[] get-tuple-element(p), index=0\n"
-    "  trip_count = s32[] constant(7)\n"
-    "  ROOT done = pred[] compare(cond, trip_count), direction=LT\n"
+/* A loop that doubles a value until it passes a bound. */
+static const char doubling_hlo[] =
+    "HloModule doubling\n"
+    "below {\n"
+    "  state = (f32[], f32[]) parameter(0)\n"
+    "  value = f32[] get-tuple-element(state), index=0\n"
+    "  bound = f32[] get-tuple-element(state), index=1\n"
+    "  ROOT more = pred[] compare(value, bound), direction=LT\n"
     "}\n"
-    "body {\n"
-    "  p = (s32[]) parameter(0)\n"
-    "  cond = s32[] get-tuple-element(p), index=0\n"
-    "  one = s32[] constant(1)\n"
-    "  cond_plus_1 = s32[] add(cond, one)\n"
-    "  ROOT t = (s32[]) tuple(cond_plus_1)\n"
+    "twice {\n"
+    "  state = (f32[], f32[]) parameter(0)\n"
+    "  value = f32[] get-tuple-element(state), index=0\n"
+    "  bound = f32[] get-tuple-element(state), index=1\n"
+    "  doubled = f32[] add(value, value)\n"
+    "  ROOT next = (f32[], f32[]) tuple(doubled, bound)\n"
     "}\n"
     "ENTRY main {\n"
-    "  p = s32[] constant(0)\n"
-    "  t = (s32[]) tuple(p)\n"
-    "  ROOT w = (s32[]) while(t), condition=condition, body=body\n"
+    "  start = f32[] parameter(0)\n"
+    "  limit = f32[] parameter(1)\n"
+    "  init = (f32[], f32[]) tuple(start, limit)\n"
+    "  ROOT loop = (f32[], f32[]) while(init), condition=below, body=twice\n"
     "}\n";
 
 /* Eight identical blocks of two layers each, so a layer holds a dot, a
@@ -45,16 +48,6 @@ static const char mlp8_json[] =
     "{\"name\": \"mlp8\", \"input\": {\"shape\": [2, 16]},\n"
     " \"layers\": [{\"repeat\": 8, \"block\": {\"type\": \"mlp\", "
     "\"hidden\": 32}}]}";
-
-static hs_model *load_model(const char *json)
-{
-    hs_error err;
-    hs_model_options o = {.shapes_only = true};
-    hs_model *m = hs_model_load(json, strlen(json), &o, &err);
-    if (!m)
-        fail_msg("model: %s %s", err.path, err.message);
-    return m;
-}
 
 static char *composed(const hs_module *m, const char *expand,
                       const char *format, hs_render_compose_stats *stats)
@@ -168,7 +161,7 @@ static int box_index(const drawing *d, const char *id)
 static void identical_layers_share_one_layout(void **state)
 {
     (void)state;
-    hs_model *model = load_model(mlp8_json);
+    hs_model *model = load_model(mlp8_json, NULL);
     hs_render_compose_cache_clear();
     hs_render_compose_stats s;
     char *dot = composed(model->module, "layers.2,layers.5", "dot", &s);
@@ -223,7 +216,7 @@ static void identical_layers_share_one_layout(void **state)
 static void drawing_has_every_node_edge_and_box(void **state)
 {
     (void)state;
-    hs_model *model = load_model(mlp8_json);
+    hs_model *model = load_model(mlp8_json, NULL);
     hs_render_options o = {.expand = "layers.3"};
     char *text = NULL;
     hs_error err;
@@ -270,17 +263,15 @@ static void drawing_has_every_node_edge_and_box(void **state)
 static void loop_bodies_stay_clusters(void **state)
 {
     (void)state;
-    hs_error err;
-    hs_module *m = hs_hlo_parse(while_hlo, strlen(while_hlo), &err);
-    assert_non_null(m);
+    hs_module *m = parse(doubling_hlo);
     hs_render_compose_stats s;
     char *dot = composed(m, NULL, "dot", &s);
     drawing d;
     read_drawing(dot, &d);
-    int body = box_index(&d, "cluster_body");
-    int cond = box_index(&d, "cluster_condition");
+    int body = box_index(&d, "cluster_twice");
+    int cond = box_index(&d, "cluster_below");
     assert_true(body >= 0 && cond >= 0);
-    assert_int_equal(d.n, 3 + 5 + 4);
+    assert_int_equal(d.n, 4 + 5 + 4);
     assert_int_equal(d.bad_splines, 0);
     /* body and condition are beside each other, not overlapping */
     assert_true(d.bb[body][2] <= d.bb[cond][0] + 0.01 ||
@@ -288,12 +279,12 @@ static void loop_bodies_stay_clusters(void **state)
                 d.bb[body][3] <= d.bb[cond][1] + 0.01 ||
                 d.bb[cond][3] <= d.bb[body][1] + 0.01);
     /* the dashed edges from each root to the while */
-    assert_non_null(strstr(dot, ":call:cluster_body\""));
+    assert_non_null(strstr(dot, ":call:cluster_twice\""));
     assert_null(strstr(dot, "ltail="));
     free(dot);
     char *svg = composed(m, NULL, "svg", &s);
-    assert_non_null(strstr(svg, "id=\"cluster_body\""));
-    assert_non_null(strstr(svg, "id=\"cond_plus_1\""));
+    assert_non_null(strstr(svg, "id=\"cluster_twice\""));
+    assert_non_null(strstr(svg, "id=\"doubled\""));
     free(svg);
     hs_module_free(m);
 }
@@ -301,7 +292,7 @@ static void loop_bodies_stay_clusters(void **state)
 static void errors_name_the_view(void **state)
 {
     (void)state;
-    hs_model *model = load_model(mlp8_json);
+    hs_model *model = load_model(mlp8_json, NULL);
     hs_render_options o = {.expand = "layers.3,\"}"};
     char *out = NULL;
     hs_error err;

@@ -83,19 +83,6 @@ typedef struct composer {
     hs_render_compose_stats *stats;
 } composer;
 
-static bool grow(void **items, int n, int *cap, size_t size)
-{
-    if (n < *cap)
-        return true;
-    int c = *cap ? *cap * 2 : 16;
-    void *p = realloc(*items, size * (size_t)c);
-    if (!p)
-        return false;
-    *items = p;
-    *cap = c;
-    return true;
-}
-
 static hs_status nomem(composer *c)
 {
     return hs_error_set(c->err, HS_ERR_NOMEM,
@@ -106,7 +93,7 @@ static hs_status nomem(composer *c)
 
 static int new_box(composer *c, int parent, int group, int cluster)
 {
-    if (!grow((void **)&c->boxes, c->n_boxes, &c->cap_boxes, sizeof *c->boxes))
+    if (!hs__grow_array((void **)&c->boxes, c->n_boxes, &c->cap_boxes, sizeof *c->boxes))
         return -1;
     int b = c->n_boxes++;
     c->boxes[b] = (box){.parent = parent,
@@ -181,7 +168,7 @@ static int box_of_node(composer *c, int node)
 static bool add_item(composer *c, int b, int item)
 {
     box *x = &c->boxes[b];
-    if (!grow((void **)&x->items, x->n_items, &x->cap_items, sizeof *x->items))
+    if (!hs__grow_array((void **)&x->items, x->n_items, &x->cap_items, sizeof *x->items))
         return false;
     x->items[x->n_items++] = item;
     return true;
@@ -228,7 +215,7 @@ static int sub_edge(composer *c, int b, int tail, int head)
         if (s->box == b && s->tail == tail && s->head == head)
             return c->slots[h];
     }
-    if (!grow((void **)&c->subs, c->n_subs, &c->cap_subs, sizeof *c->subs))
+    if (!hs__grow_array((void **)&c->subs, c->n_subs, &c->cap_subs, sizeof *c->subs))
         return -1;
     c->subs[c->n_subs] = (sub){b, tail, head, -1};
     c->slots[h] = c->n_subs;
@@ -241,7 +228,7 @@ static int sub_edge(composer *c, int b, int tail, int head)
 
 static bool add_seg(composer *c, int s)
 {
-    if (s < 0 || !grow((void **)&c->segs, c->n_segs, &c->cap_segs, sizeof *c->segs))
+    if (s < 0 || !hs__grow_array((void **)&c->segs, c->n_segs, &c->cap_segs, sizeof *c->segs))
         return false;
     c->segs[c->n_segs++] = s;
     return true;

@@ -154,6 +154,9 @@ typedef struct hs_view {
     const bool *open;          /* per group */
 } hs_view;
 
+/* Makes room for item n of *items (cap doubling from 64); false on OOM. */
+bool hs__grow_array(void **items, int n, int *cap, size_t size);
+
 /* Builds the view of m that o asks for. On failure the view is freed. */
 hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
                          hs_view *v, hs_error *err);

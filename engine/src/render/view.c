@@ -123,7 +123,7 @@ typedef struct builder {
     hs_error *err;
 } builder;
 
-static bool grow_array(void **items, int n, int *cap, size_t size)
+bool hs__grow_array(void **items, int n, int *cap, size_t size)
 {
     if (n < *cap)
         return true;
@@ -165,7 +165,7 @@ static int add_node(builder *b, const hs_vnode *n)
         b->over_budget = true;
         return -1;
     }
-    if (!grow_array((void **)&v->nodes, v->n_nodes, &v->cap_nodes,
+    if (!hs__grow_array((void **)&v->nodes, v->n_nodes, &v->cap_nodes,
                     sizeof *v->nodes)) {
         nomem(b);
         return -1;
@@ -263,7 +263,7 @@ static bool never_folded(const hs_instruction *i)
 
 static hs_status add_call(builder *b, int cluster, const hs_instruction *caller)
 {
-    if (!grow_array((void **)&b->calls, b->n_calls, &b->cap_calls,
+    if (!hs__grow_array((void **)&b->calls, b->n_calls, &b->cap_calls,
                     sizeof *b->calls))
         return nomem(b);
     b->calls[b->n_calls++] = (call_record){cluster, caller};
@@ -287,7 +287,7 @@ static int cluster_for(builder *b, const hs_computation *c, int parent,
     int cg = b->tree->computation_group[ci];
     if (cg >= 0 && !b->open[cg])
         return -1; /* closed: the caller's node stands for it */
-    if (!grow_array((void **)&v->clusters, v->n_clusters, &v->cap_clusters,
+    if (!hs__grow_array((void **)&v->clusters, v->n_clusters, &v->cap_clusters,
                     sizeof *v->clusters)) {
         *st = nomem(b);
         return -1;
@@ -498,7 +498,7 @@ static hs_status add_edge(builder *b, hs_vedge e)
         b->over_budget = true;
         return HS_ERR_LIMIT;
     }
-    if (!grow_array((void **)&v->edges, v->n_edges, &v->cap_edges,
+    if (!hs__grow_array((void **)&v->edges, v->n_edges, &v->cap_edges,
                     sizeof *v->edges))
         return nomem(b);
     v->edges[v->n_edges] = e;
