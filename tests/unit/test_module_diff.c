@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hloscope/hs_file.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
 #include "hloscope/hs_program.h"
@@ -109,19 +110,13 @@ static void layers_found_from_structure_match(void **state)
     char path[1024];
     snprintf(path, sizeof path, "%s/../shared/hlo-real/hlo_mixtral_8x7b_bf16_1x8.hlo",
              HS_SOURCE_DIR);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        skip();
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
     hs_error err;
-    hs_module *a = hs_hlo_parse(text, (size_t)n, &err);
-    hs_module *b = hs_hlo_parse(text, (size_t)n, &err);
+    size_t n = 0;
+    char *text = hs_read_file(path, &n, &err);
+    if (!text)
+        skip();
+    hs_module *a = hs_hlo_parse(text, n, &err);
+    hs_module *b = hs_hlo_parse(text, n, &err);
     free(text);
     assert_non_null(a);
     assert_non_null(b);
