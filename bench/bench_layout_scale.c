@@ -80,11 +80,11 @@ static void row(const char *module, const char *view, const hs_module *m,
     char bs[32], ratio[32];
     if (b >= 0) {
         snprintf(bs, sizeof bs, "%.2f", b);
-        snprintf(ratio, sizeof ratio, "%.0fx", a_cold > 0 ? b / a_cold : 0);
+        snprintf(ratio, sizeof ratio, "%.1fx", a_cold > 0 ? b / a_cold : 0);
     } else {
         snprintf(bs, sizeof bs, b == -1 ? "> %.0f (timed out)" : "failed",
                  (double)limit_ms / 1000);
-        snprintf(ratio, sizeof ratio, b == -1 ? "> %.0fx" : "-",
+        snprintf(ratio, sizeof ratio, b == -1 ? "> %.1fx" : "-",
                  a_cold > 0 ? (double)limit_ms / 1000 / a_cold : 0);
     }
     printf("| %s | %s | %lld | %lld | %s | %.2f | %d / %d | %.3f | %s |\n", module,

@@ -59,7 +59,6 @@ typedef struct box {
     int label_lines;
     double w, h;   /* outer size */
     double ox, oy; /* absolute lower-left of its piece */
-    bool uses_in, uses_out;
     hs_piece *piece;
 } box;
 
@@ -219,10 +218,6 @@ static int sub_edge(composer *c, int b, int tail, int head)
         return -1;
     c->subs[c->n_subs] = (sub){b, tail, head, -1};
     c->slots[h] = c->n_subs;
-    if (tail == PORT_IN)
-        c->boxes[b].uses_in = true;
-    if (head == PORT_OUT)
-        c->boxes[b].uses_out = true;
     return c->n_subs++;
 }
 
@@ -234,9 +229,9 @@ static bool add_seg(composer *c, int s)
     return true;
 }
 
-/* Cuts view edge e at every border it crosses: up from its tail's box to
- * the exit ports, across in the lowest box holding both ends, down from
- * the entry ports to its head. */
+/* Cuts view edge e at every border it crosses: up from its tail's box
+ * through the exit margins, across in the lowest box holding both ends,
+ * down through the entry margins to its head. */
 static bool cut_edge(composer *c, int e)
 {
     const hs_vedge *ve = &c->v->edges[e];
@@ -298,20 +293,11 @@ static void label_size(const char *s, double *w, double *h)
 
 static int item_of_name(const char *name, int n_items)
 {
-    if (strcmp(name, "pi") == 0)
-        return n_items;
-    if (strcmp(name, "po") == 0)
-        return n_items + 1;
     if (name[0] != 'i')
         return -1;
     char *end;
     long k = strtol(name + 1, &end, 10);
     return *end || k < 0 || k >= n_items ? -1 : (int)k;
-}
-
-static int port_item(int item, int n_items)
-{
-    return item == PORT_IN ? n_items : item == PORT_OUT ? n_items + 1 : item;
 }
 
 /* Reads Graphviz's JSON for a piece: the bounding box, every item's centre
@@ -324,8 +310,8 @@ static hs_piece *read_piece(const char *text, size_t len, int n_items)
     if (!root || !p)
         goto fail;
     p->n_items = n_items;
-    p->x = calloc((size_t)n_items + 2, sizeof *p->x);
-    p->y = calloc((size_t)n_items + 2, sizeof *p->y);
+    p->x = calloc((size_t)n_items + 1, sizeof *p->x);
+    p->y = calloc((size_t)n_items + 1, sizeof *p->y);
     json_t *objects = json_object_get(root, "objects");
     json_t *edges = json_object_get(root, "edges");
     size_t n_obj = json_array_size(objects), n_edges = json_array_size(edges);
@@ -447,24 +433,13 @@ static void piece_dot(const composer *c, int b, hs_buf *d)
         hs__buf_printf(d, "i%d [width=%.3f, height=%.3f%s];\n", k, w / 72.0,
                        h / 72.0, shape);
     }
-    if (x->uses_in)
-        hs__buf_puts(d, "pi [shape=point, width=0.05, height=0.05];\n");
-    if (x->uses_out)
-        hs__buf_puts(d, "po [shape=point, width=0.05, height=0.05];\n");
+    /* Edges through the box's border are not laid out: they run along its
+     * margin (edge_pos), so they add no long edges to the layout, and
+     * identical layers give the same DOT whatever crosses their border. */
     for (int k = 0; k < c->n_subs; k++) {
         const sub *s = &c->subs[k];
-        if (s->box != b)
-            continue;
-        if (s->tail == PORT_IN)
-            hs__buf_puts(d, "pi");
-        else
-            hs__buf_printf(d, "i%d", s->tail);
-        hs__buf_puts(d, " -> ");
-        if (s->head == PORT_OUT)
-            hs__buf_puts(d, "po");
-        else
-            hs__buf_printf(d, "i%d", s->head);
-        hs__buf_puts(d, ";\n");
+        if (s->box == b && s->tail >= 0 && s->head >= 0)
+            hs__buf_printf(d, "i%d -> i%d;\n", s->tail, s->head);
     }
     hs__buf_puts(d, "}\n");
 }
@@ -556,9 +531,8 @@ static hs_status lay_out_box(pool *q, int b, hs_error *err, bool *reused,
         sub *s = &c->subs[k];
         if (s->box != b)
             continue;
-        int t = port_item(s->tail, x->n_items), h = port_item(s->head, x->n_items);
         for (int j = 0; j < p->n_edges && s->edge < 0; j++)
-            if (p->edges[j].tail == t && p->edges[j].head == h)
+            if (p->edges[j].tail == s->tail && p->edges[j].head == s->head)
                 s->edge = j;
     }
     x->w = p->w + 2 * BOX_PAD;
@@ -730,6 +704,73 @@ static void write_box(composer *c, hs_buf *o, int b, int depth)
         hs__buf_puts(o, "}\n");
 }
 
+/* The size of item k of box x. */
+static void item_size(const composer *c, const box *x, int k, double *w, double *h)
+{
+    int it = x->items[k];
+    *w = it >= 0 ? c->node_w[it] : c->boxes[-1 - it].w;
+    *h = it >= 0 ? c->node_h[it] : c->boxes[-1 - it].h;
+}
+
+/* A segment's points (a B-spline of 3k + 1 points, absolute) and its
+ * arrow tip. A port's segment runs along the box's margin: in from the
+ * top of the left margin, down to the item's height, right to its side;
+ * out from the item's right side to the right margin, down to the bottom
+ * border. */
+typedef struct seg_points {
+    int n;
+    double p[2 * 7];
+    const double *piece; /* or the piece's points, relative to (ox, oy) */
+    double ox, oy;
+    bool has_end;
+    double ex, ey;
+} seg_points;
+
+static void segment(const composer *c, const sub *s, seg_points *g)
+{
+    const box *x = &c->boxes[s->box];
+    memset(g, 0, sizeof *g);
+    if (s->tail >= 0 && s->head >= 0) {
+        if (s->edge < 0)
+            return;
+        const hs_piece_edge *pe = &x->piece->edges[s->edge];
+        g->n = pe->n;
+        g->piece = x->piece->points + 2 * pe->first;
+        g->ox = x->ox;
+        g->oy = x->oy;
+        g->has_end = pe->has_end;
+        g->ex = x->ox + pe->ex;
+        g->ey = x->oy + pe->ey;
+        return;
+    }
+    int k = s->tail == PORT_IN ? s->head : s->tail;
+    double w, h;
+    item_size(c, x, k, &w, &h);
+    double cx = x->ox + x->piece->x[k], cy = x->oy + x->piece->y[k];
+    double a[2], b[2], d[2];
+    if (s->tail == PORT_IN) {
+        double bus = x->ox - BOX_PAD / 2;
+        a[0] = bus, a[1] = x->oy + x->piece->h;
+        b[0] = bus, b[1] = cy;
+        d[0] = cx - w / 2 - 10, d[1] = cy; /* the arrow's 10 points */
+        g->has_end = true;
+        g->ex = cx - w / 2;
+        g->ey = cy;
+    } else {
+        double bus = x->ox + x->piece->w + BOX_PAD / 2;
+        a[0] = cx + w / 2, a[1] = cy;
+        b[0] = bus, b[1] = cy;
+        d[0] = bus, d[1] = x->oy - BOX_PAD;
+    }
+    /* a, b, d as two straight cubics: a a b b b d d */
+    const double *order[7] = {a, a, b, b, b, d, d};
+    for (int j = 0; j < 7; j++) {
+        g->p[2 * j] = order[j][0];
+        g->p[2 * j + 1] = order[j][1];
+    }
+    g->n = 7;
+}
+
 /* The spline of view edge e: its segments joined end to start by straight
  * pieces (a cubic whose control points are its two ends), an arrow inside
  * the path drawn as a line to its tip, the last one's arrow kept. */
@@ -739,28 +780,27 @@ static void edge_pos(const composer *c, int e, hs_buf *pos)
     double lx = 0, ly = 0, ex = 0, ey = 0;
     hs_buf pts = {0};
     for (int k = 0; k < c->seg_n[e]; k++) {
-        const sub *s = &c->subs[c->segs[c->seg_first[e] + k]];
-        const box *x = &c->boxes[s->box];
-        if (s->edge < 0)
+        seg_points g;
+        segment(c, &c->subs[c->segs[c->seg_first[e] + k]], &g);
+        if (g.n == 0)
             continue;
-        const hs_piece_edge *pe = &x->piece->edges[s->edge];
         if (has_end) { /* the previous segment's arrow: on to its tip */
             hs__buf_printf(&pts, " %.2f,%.2f %.2f,%.2f %.2f,%.2f", lx, ly, ex,
                            ey, ex, ey);
             lx = ex, ly = ey;
         }
-        for (int j = 0; j < pe->n; j++) {
-            double px = x->ox + x->piece->points[2 * (pe->first + j)];
-            double py = x->oy + x->piece->points[2 * (pe->first + j) + 1];
+        for (int j = 0; j < g.n; j++) {
+            double px = g.piece ? g.ox + g.piece[2 * j] : g.p[2 * j];
+            double py = g.piece ? g.oy + g.piece[2 * j + 1] : g.p[2 * j + 1];
             if (j == 0 && have)
                 hs__buf_printf(&pts, " %.2f,%.2f %.2f,%.2f", lx, ly, px, py);
             hs__buf_printf(&pts, " %.2f,%.2f", px, py);
             have = true;
             lx = px, ly = py;
         }
-        has_end = pe->has_end;
-        ex = x->ox + pe->ex;
-        ey = x->oy + pe->ey;
+        has_end = g.has_end;
+        ex = g.ex;
+        ey = g.ey;
     }
     if (have && has_end)
         hs__buf_printf(pos, "e,%.2f,%.2f", ex, ey);

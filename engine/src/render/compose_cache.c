@@ -38,7 +38,7 @@ static size_t cache_bytes;
 
 static size_t piece_bytes(const hs_piece *p)
 {
-    return sizeof *p + sizeof(double) * 2 * (size_t)(p->n_items + 2) +
+    return sizeof *p + sizeof(double) * 2 * (size_t)(p->n_items + 1) +
            sizeof(hs_piece_edge) * (size_t)p->n_edges +
            sizeof(double) * 2 * (size_t)p->n_points;
 }
@@ -60,7 +60,7 @@ hs_piece *hs__piece_copy(const hs_piece *p)
     if (!c)
         return NULL;
     *c = *p;
-    size_t ni = (size_t)p->n_items + 2;
+    size_t ni = (size_t)p->n_items + 1;
     c->x = malloc(sizeof *c->x * ni);
     c->y = malloc(sizeof *c->y * ni);
     c->edges = malloc(sizeof *c->edges * ((size_t)p->n_edges + 1));

@@ -6,8 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* One edge of a piece: from item tail to item head (an item index, or
- * n_items for the box's entry port, n_items + 1 for its exit port), drawn
+/* One edge of a piece: from item tail to item head (item indices), drawn
  * as points[first .. first + n) (a B-spline, Graphviz's 3k + 1 points),
  * then an arrow to (ex, ey) when has_end. */
 typedef struct hs_piece_edge {
@@ -17,13 +16,12 @@ typedef struct hs_piece_edge {
     double ex, ey;
 } hs_piece_edge;
 
-/* The layout of one box: its items' centres (and its two ports'), in
- * points from the lower-left corner of its bounding box (y up, as
- * Graphviz's). */
+/* The layout of one box: its items' centres, in points from the
+ * lower-left corner of its bounding box (y up, as Graphviz's). */
 typedef struct hs_piece {
     double w, h;
     int n_items;
-    double *x, *y; /* n_items + 2: the items, then the entry and exit ports */
+    double *x, *y; /* n_items */
     int n_edges;
     hs_piece_edge *edges;
     int n_points;
