@@ -145,8 +145,8 @@ hs_status hs_render_graph_json(const hs_module *m, const hs_render_options *o,
  * box laid out by Graphviz on its own, from a canonical DOT (positions for
  * names, fixed node sizes) that identical layers share, and placed as one
  * node of its laid-out size in its parent's layout; an edge that crosses a
- * box's border is routed to the border in the parent and on from a port
- * inside the box. Pieces are cached process-wide by that canonical DOT, so
+ * box's border is routed to the border in the parent and on along the
+ * box's margin inside it. Pieces are cached process-wide by that canonical DOT, so
  * identical layers are laid out once and a view that expands one more
  * layer lays out that layer's box (and the boxes above it) only. The pieces
  * are then placed and drawn with HS_RENDER_ENGINE_PINNED; format is "svg"
