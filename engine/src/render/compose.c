@@ -237,29 +237,29 @@ static bool cut_edge(composer *c, int e)
     const hs_vedge *ve = &c->v->edges[e];
     int a = c->node_box[ve->from], ta = c->node_slot[ve->from];
     int b = c->node_box[ve->to], hb = c->node_slot[ve->to];
-    c->seg_first[e] = c->n_segs;
-    int down[64], n_down = 0;
-    while (a != b) {
-        if (c->boxes[a].depth >= c->boxes[b].depth) {
-            if (!add_seg(c, sub_edge(c, a, ta, PORT_OUT)))
-                return false;
-            ta = c->boxes[a].slot;
-            a = c->boxes[a].parent;
-        } else {
-            if (n_down == 64)
-                return false;
-            down[n_down++] = sub_edge(c, b, PORT_IN, hb);
-            if (down[n_down - 1] < 0)
-                return false;
-            hb = c->boxes[b].slot;
-            b = c->boxes[b].parent;
-        }
+    int lca_a = a, lca_b = b;
+    while (lca_a != lca_b) {
+        if (c->boxes[lca_a].depth >= c->boxes[lca_b].depth)
+            lca_a = c->boxes[lca_a].parent;
+        else
+            lca_b = c->boxes[lca_b].parent;
     }
+    c->seg_first[e] = c->n_segs;
+    for (; a != lca_a; ta = c->boxes[a].slot, a = c->boxes[a].parent)
+        if (!add_seg(c, sub_edge(c, a, ta, PORT_OUT)))
+            return false;
+    /* the head's side innermost first, then the crossing; reversed below */
+    int down = c->n_segs;
+    for (; b != lca_a; hb = c->boxes[b].slot, b = c->boxes[b].parent)
+        if (!add_seg(c, sub_edge(c, b, PORT_IN, hb)))
+            return false;
     if (ta != hb && !add_seg(c, sub_edge(c, a, ta, hb)))
         return false;
-    while (n_down > 0)
-        if (!add_seg(c, down[--n_down]))
-            return false;
+    for (int i = down, j = c->n_segs - 1; i < j; i++, j--) {
+        int t = c->segs[i];
+        c->segs[i] = c->segs[j];
+        c->segs[j] = t;
+    }
     c->seg_n[e] = c->n_segs - c->seg_first[e];
     return true;
 }
