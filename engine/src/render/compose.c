@@ -21,6 +21,7 @@
  * drawing is written as pinned DOT (positions and splines given) for
  * HS_RENDER_ENGINE_PINNED, which only draws. */
 #include <jansson.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -774,7 +775,8 @@ static void segment(const composer *c, const sub *s, seg_points *g)
 /* The spline of view edge e: its segments joined end to start by straight
  * pieces (a cubic whose control points are its two ends), an arrow inside
  * the path drawn as a line to its tip, the last one's arrow kept. */
-static void edge_pos(const composer *c, int e, hs_buf *pos)
+static void edge_pos(const composer *c, int e, hs_buf *pos, char *head_lp,
+                     size_t lp_size)
 {
     bool have = false, has_end = false;
     double lx = 0, ly = 0, ex = 0, ey = 0;
@@ -801,6 +803,19 @@ static void edge_pos(const composer *c, int e, hs_buf *pos)
         has_end = g.has_end;
         ex = g.ex;
         ey = g.ey;
+    }
+    head_lp[0] = '\0';
+    if (have) {
+        /* Graphviz's place for a head label: 20 points (labeldistance 2)
+         * from the head, 25 degrees clockwise of the edge's last piece */
+        double hx = has_end ? ex : lx, hy = has_end ? ey : ly;
+        double dx = has_end ? lx - ex : -0.0, dy = has_end ? ly - ey : 1.0;
+        double len = sqrt(dx * dx + dy * dy);
+        if (len < 1e-6)
+            dx = 0, dy = 1, len = 1;
+        double ca = 0.9063, sa = -0.4226; /* cos, sin of -25 degrees */
+        double ux = (dx * ca - dy * sa) / len, uy = (dx * sa + dy * ca) / len;
+        snprintf(head_lp, lp_size, "%.2f,%.2f", hx + 20 * ux, hy + 20 * uy);
     }
     if (have && has_end)
         hs__buf_printf(pos, "e,%.2f,%.2f", ex, ey);
@@ -871,8 +886,10 @@ static hs_status compose(composer *c, const char *format, char **out,
         pos.len = 0;
         if (pos.data)
             pos.data[0] = '\0';
-        edge_pos(c, e, &pos);
-        hs__dot_edge(&o, v, &v->edges[e], pos.data && pos.data[0] ? pos.data : NULL);
+        char head_lp[64];
+        edge_pos(c, e, &pos, head_lp, sizeof head_lp);
+        hs__dot_edge(&o, v, &v->edges[e], pos.data && pos.data[0] ? pos.data : NULL,
+                     head_lp[0] ? head_lp : NULL);
     }
     hs__buf_puts(&o, "}\n");
     oom = pos.oom;

@@ -105,7 +105,7 @@ static void write_cluster(hs_buf *b, const hs_view *v, int ci, int depth)
 }
 
 void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
-                  const char *pos)
+                  const char *pos, const char *head_lp)
 {
     const char *from = v->nodes[e->from].id, *to = v->nodes[e->to].id;
     hs__buf_printf(b, "  \"%s\" -> \"%s\" [", from, to);
@@ -125,8 +125,12 @@ void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
                      64);
         hs__buf_puts(b, "\"];\n");
     } else if (e->operand_index >= 0) {
-        hs__buf_printf(b, ":%d\", headlabel=\"%d\", labeldistance=2];\n",
+        hs__buf_printf(b, ":%d\", headlabel=\"%d\", labeldistance=2",
                         e->operand_index, e->operand_index);
+        if (head_lp) /* placed: Graphviz's own placement of many head
+                        labels on pinned edges is quadratic */
+            hs__buf_printf(b, ", head_lp=\"%s\"", head_lp);
+        hs__buf_puts(b, "];\n");
     } else {
         hs__buf_puts(b, "\"];\n");
     }
@@ -134,7 +138,7 @@ void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
 
 static void write_edge(hs_buf *b, const hs_view *v, const hs_vedge *e)
 {
-    hs__dot_edge(b, v, e, NULL);
+    hs__dot_edge(b, v, e, NULL, NULL);
 }
 
 void hs__dot_header(hs_buf *b, const hs_view *v, const char *graph_attrs)

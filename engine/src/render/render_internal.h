@@ -182,9 +182,10 @@ void hs__dot_header(hs_buf *b, const hs_view *v, const char *graph_attrs);
  * starting with ", ". */
 void hs__dot_node(hs_buf *b, const hs_view *v, const hs_vnode *n, int depth,
                   const char *extra);
-/* An edge statement; pos (NULL: none) is its spline, already placed. */
+/* An edge statement; pos (NULL: none) is its spline, already placed, and
+ * head_lp (NULL: none) where its operand number goes. */
 void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
-                  const char *pos);
+                  const char *pos, const char *head_lp);
 /* "body of while.3", "fused expression for fusion.2", ... */
 void hs__dot_cluster_role(hs_buf *b, const hs_vcluster *c);
 
