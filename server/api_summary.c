@@ -217,6 +217,13 @@ static json_t *peak_json(const hs_buffer_assignment *ba, int space)
     for (int k = 0; k < n && k < 10; k++)
         json_array_append_new(top, buffer_json(live[k]));
     json_object_set_new(o, "largest_live", top);
+    /* Every buffer live at the peak (ids into memory.json's buffers[],
+     * largest first), so that a client lists them all, not only the ten
+     * largest: the explorer's peak table. */
+    json_t *ids = json_array();
+    for (int k = 0; k < n; k++)
+        json_array_append_new(ids, json_integer(live[k]->id));
+    json_object_set_new(o, "live", ids);
     return o;
 }
 

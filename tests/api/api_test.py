@@ -232,6 +232,23 @@ def results_and_artefacts(s):
     check(len(g["nodes"]) > 3 and "edges" in g, "graph.json has nodes and edges")
     mem, _ = s.json("GET", "/v1/results/%s/memory.json" % rid)
     check(mem["peak_device_bytes"] > 0 and len(mem["buffers"]) > 0, "memory.json", mem)
+    # The peak lists every buffer live at it (ids into buffers[]): the ten
+    # largest are largest_live, those of the entry computation span the
+    # peak's position, and together they hold the peak but the tuples'
+    # index tables (8 bytes per element, no record).
+    pk = mem["peak"]["device"]
+    live = [mem["buffers"][i] for i in pk["live"]]
+    check(all(mem["buffers"][i]["id"] == i for i in pk["live"]), "live ids index buffers[]", pk["live"])
+    check([b["name"] for b in live[:10]] == [b["name"] for b in pk["largest_live"]],
+          "largest_live is the head of live", pk["live"][:10], pk["largest_live"])
+    check(len(live) > len(pk["largest_live"]) or len(live) < 10, "live lists more than ten", len(live))
+    check(all(live[k]["bytes"] >= live[k + 1]["bytes"] for k in range(len(live) - 1)), "largest first")
+    entry = next(b["computation"] for b in mem["buffers"] if b["kind"] == "argument")
+    check(all(b["start"] <= pk["position"] <= b["end"] for b in live if b["computation"] == entry),
+          "entry buffers live at the peak position", pk["position"])
+    held = sum(b["bytes"] for b in live)
+    check(0 <= pk["bytes"] - held < 8 * 1024 and held > 0.9 * pk["bytes"],
+          "live buffers hold the peak", held, pk["bytes"])
     status, headers, svg = s.get("/v1/results/%s/memory.svg" % rid)
     check(status == 200 and headers["content-type"] == "image/svg+xml", "memory.svg")
     ET.fromstring(svg)
