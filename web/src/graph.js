@@ -137,13 +137,31 @@ export class GraphPane {
     this.pz.panBy({ x: s.left + s.width / 2 - (r.left + r.width / 2), y: s.top + s.height / 2 - (r.top + r.height / 2) });
   }
 
-  /** The node standing for an instruction: itself, or its collapsed layer. */
+  /** The drawn node nearest the middle of the pane. */
+  centreNode() {
+    if (!this.svg) return null;
+    const s = this.svg.getBoundingClientRect();
+    const cx = s.left + s.width / 2, cy = s.top + s.height / 2;
+    let best = null, d = Infinity;
+    for (const g of this.svg.querySelectorAll('g.node')) {
+      const r = g.getBoundingClientRect();
+      const dd = Math.hypot(r.left + r.width / 2 - cx, r.top + r.height / 2 - cy);
+      if (dd < d) { d = dd; best = g.id; }
+    }
+    return best;
+  }
+
+  /** The node standing for an instruction: itself, or the closed group
+   * whose op_name scope holds it (the innermost drawn one). */
   nodeFor(instruction, opName) {
     const n = this.byName.get(instruction);
     if (n && this.el(n.id)) return n.id;
-    const key = layerKey(opName);
-    if (key && this.nodes.has(`layer:${key}`)) return `layer:${key}`;
-    return null;
+    let best = null;
+    for (const g of this.nodes.values()) {
+      if (g.opcode !== 'layer' || !inScope(opName, g.group || g.layer)) continue;
+      if (!best || (g.group || '').length > (best.group || '').length) best = g;
+    }
+    return best ? best.id : null;
   }
 }
 
@@ -152,21 +170,40 @@ export function layerKey(opName) {
   return m ? m[1] : null;
 }
 
+// Whether op_name lies in the op_name scope path (itself or below it).
+const inScope = (opName, path) => !!opName && !!path && (opName === path || opName.startsWith(`${path}/`));
+
+/** Which buffers (memory.json records) a node of the graph stands for: an
+ * instruction its own, a closed group those of the instructions in its
+ * op_name scope. */
+export function buffersOf(n) {
+  if (n.opcode === 'layer') return (b) => inScope(b.op_name, n.group || n.layer);
+  return (b) => b.instruction === n.name;
+}
+
 function push(map, k, v) { if (!map.has(k)) map.set(k, []); map.get(k).push(v); }
 
-/** Keeps two panes' views together: the same zoom and the same pan relative
- * to each pane's fitted starting view. */
-export function syncPanes(a, b) {
-  let busy = false;
+/** Keeps two panes' views together by correspondence, not by a zoom ratio:
+ * the node nearest the middle of the pane that moved is found in the other
+ * pane (the same instruction, else the closed group that holds it) and
+ * brought to that pane's middle at that pane's own zoom. Zooming one pane
+ * never rescales the other, so each stays readable. */
+export function syncPanes() {
+  let busy = false, frame = 0;
   const follow = (src, dst) => {
-    if (busy || !src.pz || !dst.pz || !src.home || !dst.home) return;
+    if (busy || !src.pz || !dst.pz) return;
+    // At most once a frame: finding the middle node measures every node.
+    cancelAnimationFrame(frame);
+    frame = requestAnimationFrame(() => align(src, dst));
+  };
+  const align = (src, dst) => {
+    const id = src.centreNode();
+    const n = id && src.nodes.get(id);
+    if (!n) return;
+    const target = dst.el(id) ? id : dst.nodeFor(n.name, n.op_name);
+    if (!target) return;
     busy = true;
-    try {
-      const z = src.pz.getZoom() / src.home.zoom;
-      const p = src.pz.getPan();
-      dst.pz.zoom(dst.home.zoom * z);
-      dst.pz.pan({ x: p.x + z * (dst.home.pan.x - src.home.pan.x), y: p.y + z * (dst.home.pan.y - src.home.pan.y) });
-    } finally { busy = false; }
+    try { dst.focus(target); } finally { busy = false; }
   };
   return follow;
 }

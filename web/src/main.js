@@ -5,8 +5,9 @@
 import './style.css';
 import { get, post, query, results, ApiError } from './api.js';
 import { createEditor } from './editor.js';
-import { GraphPane, syncPanes, layerKey } from './graph.js';
+import { GraphPane, syncPanes, buffersOf } from './graph.js';
 import { Timeline } from './memory.js';
+import { Outline, searchAll } from './outline.js';
 import { bytes, seconds, int, ratio, ratioPhrase, esc, parseXlaBytes } from './format.js';
 import { renderHloDiff } from './hlo.js';
 import { measureScaling } from './scaling.js';
@@ -464,11 +465,11 @@ async function showGoodput() {
 // ---- before / after --------------------------------------------------------
 const panes = {};
 const timelines = {};
-let follow;
+let follow, outline;
 function initPanes() {
   const handlers = {
     onClick: (p, id) => selectNode(p.side, id),
-    onDblClick: (p, id) => { const n = p.nodes.get(id); if (n && n.opcode === 'layer') toggleExpand(n.layer); },
+    onDblClick: (p, id) => { const n = p.nodes.get(id); if (n && n.opcode === 'layer') toggleExpand(n.group || n.layer); },
     onHover: (p, id) => hoverNode(p.side, id),
     onViewChange: (p) => follow && $('#sync').checked && follow(p, p === panes.a ? panes.b : panes.a),
     onClusterClick: (p, id) => showCluster(p.side, id),
@@ -476,9 +477,15 @@ function initPanes() {
   for (const s of ['a', 'b']) {
     panes[s] = new GraphPane($(`#pane-${s} .graph`), handlers);
     panes[s].side = s;
-    timelines[s] = new Timeline($(`#pane-${s} .timeline`), { onHover: (b) => hoverBuffer(s, b) });
+    timelines[s] = new Timeline($(`#pane-${s} .timeline`), { onHover: (b) => hoverBuffer(s, b), onSelect: (b) => selectBuffer(s, b) });
   }
-  follow = syncPanes(panes.a, panes.b);
+  follow = syncPanes();
+  outline = new Outline($('#outline'), {
+    onOpen: (path) => openGroup(path),
+    onReveal: (path) => revealGroup(outlineSide(), path),
+    onClose: (path) => toggleExpand(path),
+    onSide: (s) => { state.side = s; writeHash(); showOutline(); if (state.q) search(state.q); },
+  });
 }
 
 const stageOf = (side) => (state.mode === 'stage' ? (side === 'a' ? 'traced' : 'optimized') : state.stage);
@@ -521,13 +528,16 @@ async function loadGraphs() {
       panes.a.showMessage(`<b>out_of_memory</b>: the training step with residuals ${esc(view.failA.residuals)} does not fit the device (the report is above); B fits.`);
       return;
     }
+    panes[s].error = null;
     try {
       await panes[s].load({ id: sideId(s), stage: stageOf(s), expand: state.expand, computation: state.computation });
     } catch (e) {
+      panes[s].error = e;
       panes[s].showMessage(`<b>${esc(e.code || 'error')}</b>: ${esc(e.message)}`);
     }
   }));
   if (!view.failA) markDiff();
+  showOutline();
   if (state.q) { $('#search').value = state.q; search(state.q); }
   if (state.sel) selectNode(state.side || 'a', state.sel, { focus: true });
 }
@@ -628,11 +638,15 @@ function hoverBuffer(side, b) {
   if (id) p.focus(id, { ifHidden: true });
   $(`#pane-${side}`).dataset.hl = id || '';
 }
+// A buffer clicked in the memory view (a box or a row) selects its node.
+function selectBuffer(side, b) {
+  const id = b && panes[side].nodeFor(b.instruction, b.op_name);
+  if (id) selectNode(side, id, { focus: true });
+}
 function hoverNode(side, id) {
   const n = id && panes[side].nodes.get(id);
   if (!n) { timelines[side].highlight(null); return; }
-  const pred = n.opcode === 'layer' ? (b) => layerKey(b.op_name) === n.layer : (b) => b.instruction === n.name;
-  timelines[side].highlight(pred);
+  timelines[side].highlight(buffersOf(n));
 }
 
 // Details of a node.
@@ -644,9 +658,11 @@ async function selectNode(side, id, { focus = false } = {}) {
   p.setClass('selected', [id]);
   const other = panes[side === 'a' ? 'b' : 'a'];
   if (other.nodes.has(id)) other.setClass('selected', [id]);
+  // The node's buffers in the memory views (the other side's when it has the node too).
+  timelines[side].select(buffersOf(n));
+  timelines[other.side].select(other.nodes.has(id) ? buffersOf(other.nodes.get(id)) : null);
   Object.assign(state, { sel: id, side });
   writeHash();
-  if (focus) p.focus(id);
   const chips = (ids) => (ids || []).map((x) => `<a data-node="${esc(x)}">${esc(p.nodes.get(x) ? p.nodes.get(x).name : x)}</a>`).join('') || '<span class="muted">none</span>';
   const d = $('#details');
   const isLayer = n.opcode === 'layer';
@@ -668,6 +684,11 @@ async function selectNode(side, id, { focus = false } = {}) {
     ${n.layer && !isLayer && state.expand.split(',').includes(n.layer) ? `<button class="small" id="details-collapse">Collapse ${esc(n.layer)}</button>` : ''}`;
   d.classList.remove('hidden');
   $('#panes').classList.add('with-details');
+  // Centred once the details column has narrowed the panes; the other pane
+  // brings its corresponding node into view at its own scale.
+  if (focus) p.focus(id);
+  const match = other.el(id) ? id : other.nodeFor(n.name, n.op_name);
+  if (focus && match && $('#sync').checked) other.focus(match, { ifHidden: true });
   $('#details-close').onclick = hideDetails;
   if ($('#details-expand')) $('#details-expand').onclick = () => toggleExpand(n.layer);
   if ($('#details-collapse')) $('#details-collapse').onclick = () => toggleExpand(n.layer);
@@ -686,6 +707,7 @@ function hideDetails() {
   $('#details').classList.add('hidden');
   $('#panes').classList.remove('with-details');
   for (const s of ['a', 'b']) panes[s] && panes[s].setClass('selected', []);
+  for (const s of ['a', 'b']) timelines[s] && timelines[s].select(null);
   if (state.sel) { state.sel = ''; writeHash(); }
 }
 function showCluster(side, id) {
@@ -710,6 +732,10 @@ function toggleExpand(layer) {
   withProgress(`Rendering ${layer}…`, () => loadGraphs());
 }
 
+// Search marks the drawn matches in both panes at once and asks the server
+// for every match of the module (inside closed groups too): the outline
+// counts them per group, Enter reveals the first one, opening its group.
+let searchSeq = 0;
 function search(q) {
   state.q = q;
   writeHash();
@@ -719,8 +745,76 @@ function search(q) {
     total += hits.length;
     if (!first && hits.length) first = [s, hits[0]];
   }
-  $('#search-count').textContent = q ? `${total} match${total === 1 ? '' : 'es'}` : '';
+  $('#search-count').textContent = q ? `${total} drawn` : '';
+  view.searchAll = null;
+  const seq = ++searchSeq, side = outlineSide();
+  if (q.trim() && panes[side].id) {
+    view.searchAll = searchAll(panes[side].id, stageOf(side), state.computation, q).then((r) => {
+      if (seq !== searchSeq) return r;
+      $('#search-count').textContent = `${int(r.count)} in ${side.toUpperCase()} · ${total} drawn`;
+      $('#search-count').dataset.count = r.count;
+      outline.markHits(r.hits);
+      return r;
+    }).catch(() => null);
+  } else outline.markHits([]);
   return first;
+}
+// Enter: the first match drawn in the outline's pane, else the first of
+// all its matches (the server's), its group opened.
+async function searchEnter(q) {
+  search(q);
+  const side = outlineSide();
+  const drawn = panes[side].search(q);
+  if (drawn.length) { selectNode(side, drawn[0], { focus: true }); return; }
+  const r = view.searchAll && await view.searchAll;
+  const hit = r && r.hits[0];
+  if (!hit) return;
+  if (hit.group && !panes[side].byName.has(hit.name)) await openGroup(hit.group, { reveal: false });
+  const n = panes[side].byName.get(hit.name);
+  if (n) selectNode(side, n.id, { focus: true });
+  else if (hit.group) revealGroup(side, hit.group);
+}
+
+// ---- the outline (group tree) ------------------------------------------------
+const outlineSide = () => (view.failA || state.side === 'b' ? 'b' : 'a');
+function showOutline() {
+  const s = outlineSide();
+  outline.show(panes[s].data, { side: s, sides: view.failA || state.a === state.b ? [s] : ['a', 'b'],
+    label: labelOf(s, view.summaries[state[s]]), expanded: state.expand.split(',').filter(Boolean) });
+  $('#outline').dataset.side = s;
+}
+// Opens a closed group in both views (?expand= gains its path) and brings
+// it into view. A group too large to draw (the render node limit) stays
+// closed and the error says so.
+async function openGroup(path, { reveal = true } = {}) {
+  const before = state.expand;
+  const set = new Set(state.expand.split(',').filter(Boolean));
+  set.add(path);
+  state.expand = [...set].join(',');
+  state.sel = '';
+  writeHash();
+  const side = outlineSide();
+  await withProgress(`Opening ${path}…`, () => loadGraphs());
+  const failed = panes[side].error;
+  if (failed) {
+    state.expand = before;
+    writeHash();
+    await loadGraphs();
+    showError(new ApiError(failed.status, { code: failed.code, message: `group ${path} cannot be opened here: ${failed.message}` }));
+    return;
+  }
+  if (reveal) revealGroup(side, path);
+}
+// Brings a group into view: its closed box, else its first drawn node.
+function revealGroup(side, path) {
+  const p = panes[side];
+  const inside = (g) => { for (let x = outline.groups.get(g); x; x = outline.groups.get(x.parent)) if (x.path === path) return true; return false; };
+  const n = [...p.nodes.values()].find((x) => x.opcode === 'layer' && x.group === path) ||
+    [...p.nodes.values()].find((x) => p.el(x.id) && inside(x.group));
+  outline.reveal(path);
+  if (!n) return;
+  p.setClass('hl', [n.id]);
+  p.focus(n.id);
 }
 
 // ---- other tabs --------------------------------------------------------------
@@ -770,7 +864,11 @@ async function main() {
   $('#collapse-all').onclick = () => { state.expand = ''; state.computation = ''; state.sel = ''; writeHash(); loadGraphs(); };
   $('#fit-btn').onclick = () => { for (const s of ['a', 'b']) if (panes[s].pz) { panes[s].pz.fit(); panes[s].pz.center(); panes[s].home = { pan: panes[s].pz.getPan(), zoom: panes[s].pz.getZoom() }; } };
   $('#search').oninput = (e) => search(e.target.value);
-  $('#search').onkeydown = (e) => { if (e.key === 'Enter') { const f = search(e.target.value); if (f) selectNode(f[0], f[1], { focus: true }); } };
+  $('#search').onkeydown = (e) => { if (e.key === 'Enter') searchEnter(e.target.value); };
+  // The outline is open by default where the graphs keep room beside it.
+  const showOl = (on) => { $('#panes').classList.toggle('with-outline', on); $('#outline').classList.toggle('hidden', !on); $('#outline-btn').classList.toggle('on', on); };
+  showOl((localStorage.getItem('hloscope.outline') ?? (innerWidth >= 1500 ? '1' : '0')) === '1');
+  $('#outline-btn').onclick = () => { const on = $('#outline').classList.contains('hidden'); localStorage.setItem('hloscope.outline', on ? '1' : '0'); showOl(on); };
   $('#hlo-only-changes').onchange = showHlo;
   $('#share-btn').onclick = async () => {
     writeHash();

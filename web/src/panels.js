@@ -29,8 +29,12 @@ export function renderMetrics(root, { ma, mb, A, B, la, lb, same }) {
 export async function renderRun(root, r) {
   const run = r.run || {};
   const outs = (r.outputs || []).map((o) => `<tr><td>${esc(o.shape)}</td><td>${esc(o.sum)}</td><td>${esc((o.first || o.values || []).slice(0, 6).join(', '))}</td></tr>`).join('');
+  // The training step's own figures beside its losses: the step (forward,
+  // backward and update) peaks higher than the forward pass above.
+  const step = r.train && r.train.last_step;
   const train = r.train && !r.train.error && r.train.losses
-    ? `<h3>Training</h3><p>${int(r.train.steps)} steps, losses: <b>${r.train.losses.map((x) => Number(x).toPrecision(4)).join(' → ')}</b></p>`
+    ? `<h3>Training</h3><p>${int(r.train.steps)} steps, losses: <b>${r.train.losses.map((x) => Number(x).toPrecision(4)).join(' → ')}</b></p>` +
+      (step ? `<p data-testid="train-peak">training step (${int(r.train.step_instructions)} instructions): peak <b>${bytes(step.peak_device_bytes)}</b> device · ${bytes(step.peak_host_bytes)} host, ${seconds(step.sim_seconds)} simulated per step</p>` : '')
     : r.train && r.train.error ? `<h3>Training</h3><p class="muted">${esc(r.train.error.message || JSON.stringify(r.train.error))}</p>` : '';
   let steps = '';
   try {
@@ -45,7 +49,7 @@ export async function renderRun(root, r) {
       <tr><td>FLOPs executed</td><td>${int(run.flops)}</td></tr>
       <tr><td>bytes accessed</td><td>${bytes(run.bytes_accessed)}</td></tr>
       <tr><td>instructions executed</td><td>${int(run.instructions ?? run.instructions_executed)}</td></tr>
-      <tr><td>measured peak (device · host)</td><td>${bytes(run.peak_device_bytes)} · ${bytes(run.peak_host_bytes)}</td></tr>
+      <tr><td>measured peak${r.train ? ' of the forward pass' : ''} (device · host)</td><td>${bytes(run.peak_device_bytes)} · ${bytes(run.peak_host_bytes)}</td></tr>
       <tr><td>host wall time</td><td>${seconds(run.wall_seconds ?? run.host_seconds)}</td></tr>
     </tbody></table>
     <h3>Outputs</h3><table class="summary"><thead><tr><th>shape</th><th>sum</th><th>first values</th></tr></thead><tbody>${outs}</tbody></table>

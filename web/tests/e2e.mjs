@@ -19,7 +19,7 @@ const WEB = resolve(args.web || join(here, 'dist'));
 const OUT = resolve(args.out || join(here, '../build/web-artefacts'));
 const CHROMIUM = args.chromium || '/usr/bin/chromium';
 mkdirSync(OUT, { recursive: true });
-for (const f of readdirSync(OUT)) if (f.endsWith('.png')) rmSync(join(OUT, f)); // this run's screenshots only
+for (const f of readdirSync(OUT)) if (/^(\d\d-.*|failure)\.png$/.test(f)) rmSync(join(OUT, f)); // this run's screenshots only (not memory.mjs's)
 if (!existsSync(join(WEB, 'index.html'))) {
   console.error(`[web] ${WEB}/index.html is missing: run  cd web && npm ci && npm run build`);
   process.exit(1);
