@@ -72,7 +72,6 @@ export class GraphPane {
       onPan: () => this.h.onViewChange && this.h.onViewChange(this),
     });
     this.readable();
-    this.home = { pan: this.pz.getPan(), zoom: this.pz.getZoom() };
   }
 
   /** A tall graph (an unrolled chain of layers) fitted whole is unreadable:
@@ -91,7 +90,6 @@ export class GraphPane {
     // A pane on a hidden tab has no size to fit into (svg-pan-zoom would scale by NaN).
     if (!this.pz || !this.root.clientWidth || !this.root.clientHeight) return;
     this.pz.resize(); this.pz.fit(); this.pz.center(); this.readable();
-    this.home = { pan: this.pz.getPan(), zoom: this.pz.getZoom() };
   }
 
   showMessage(html) { this.destroy(); this.data = null; this.nodes = new Map(); this.root.innerHTML = `<div class="msg">${html}</div>`; }

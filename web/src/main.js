@@ -745,13 +745,14 @@ function search(q) {
     total += hits.length;
     if (!first && hits.length) first = [s, hits[0]];
   }
-  $('#search-count').textContent = q ? `${total} drawn` : '';
+  const drawn = `${total} match${total === 1 ? '' : 'es'} drawn`;
+  $('#search-count').textContent = q ? drawn : '';
   view.searchAll = null;
   const seq = ++searchSeq, side = outlineSide();
   if (q.trim() && panes[side].id) {
     view.searchAll = searchAll(panes[side].id, stageOf(side), state.computation, q).then((r) => {
       if (seq !== searchSeq) return r;
-      $('#search-count').textContent = `${int(r.count)} in ${side.toUpperCase()} · ${total} drawn`;
+      $('#search-count').textContent = `${drawn} · ${int(r.count)} in ${side.toUpperCase()}`;
       $('#search-count').dataset.count = r.count;
       outline.markHits(r.hits);
       return r;
@@ -862,7 +863,7 @@ async function main() {
   $('#res-b').onchange = (e) => { state.rb = e.target.value === 'offload' ? '' : e.target.value; writeHash(); refreshStale(); if (state.a || view.failA) compile(); };
   $('#stage').onchange = (e) => { state.stage = e.target.value; state.sel = ''; writeHash(); showResults(); };
   $('#collapse-all').onclick = () => { state.expand = ''; state.computation = ''; state.sel = ''; writeHash(); loadGraphs(); };
-  $('#fit-btn').onclick = () => { for (const s of ['a', 'b']) if (panes[s].pz) { panes[s].pz.fit(); panes[s].pz.center(); panes[s].home = { pan: panes[s].pz.getPan(), zoom: panes[s].pz.getZoom() }; } };
+  $('#fit-btn').onclick = () => { for (const s of ['a', 'b']) if (panes[s].pz) { panes[s].pz.fit(); panes[s].pz.center(); } };
   $('#search').oninput = (e) => search(e.target.value);
   $('#search').onkeydown = (e) => { if (e.key === 'Enter') searchEnter(e.target.value); };
   // The outline is open by default where the graphs keep room beside it.

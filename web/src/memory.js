@@ -148,6 +148,7 @@ export class Timeline {
       <div class="tl-body"><div class="tl-lanes"></div><div class="tl-table hidden" data-testid="peak-table"></div></div>`;
     this.hover = this.root.querySelector('.tl-hover');
     this.lanes = this.root.querySelector('.tl-lanes');
+    this.lanes.classList.toggle('side-by-side', this.sideBySide());
     this.table = this.root.querySelector('.tl-table');
     this.root.querySelector('.tl-reset').onclick = () => this.zoom(null);
     // The user's choice holds for every pane (both sides of a compare).
@@ -160,17 +161,24 @@ export class Timeline {
     const h = this.laneHeight();
     this.spaces.forEach((space, k) => {
       const bufs = all.filter((b) => b.memory_space === space && b.computation === this.entry);
-      this.plots.push(this.plot(space, bufs, h, k === this.spaces.length - 1));
+      this.plots.push(this.plot(space, bufs, h, this.sideBySide() || k === this.spaces.length - 1));
     });
     this.showTable(localStorage.getItem(TABLE_KEY) === '1');
   }
 
-  /** Unless the user dragged a height: one lane keeps the stylesheet's
-   * height, two get room for both, the graph above keeps half the pane. */
+  /** On a short screen (a projector) two lanes stand side by side, each
+   * the full height: stacked, they would take the graph's half. */
+  sideBySide() { return short() && this.spaces.length > 1; }
+  /** How many lanes share the height. */
+  laneRows() { return this.sideBySide() ? 1 : this.spaces.length; }
+
+  /** Unless the user dragged a height: one row of lanes keeps the
+   * stylesheet's height, two get room for both, the graph above keeps
+   * half the pane. */
   defaultHeight() {
     if (localStorage.getItem(HEIGHT_KEY)) return;
     const pane = this.root.parentElement ? this.root.parentElement.clientHeight : 0;
-    this.root.style.height = this.spaces.length > 1 ? `${Math.round(pane ? Math.min(lanesHeight(2), 0.5 * pane) : lanesHeight(2))}px` : '';
+    this.root.style.height = this.laneRows() > 1 ? `${Math.round(pane ? Math.min(lanesHeight(2), 0.5 * pane) : lanesHeight(2))}px` : '';
   }
 
   /** The plot height of each lane (the last one adds its axis). */
@@ -178,7 +186,7 @@ export class Timeline {
     // With the table shown the lanes leave it two fifths of the height.
     const table = this.table && !this.table.classList.contains('hidden');
     const body = (this.root.clientHeight - HEAD() - AXIS() - 4) * (table ? 0.6 : 1);
-    return Math.max(laneMin(), Math.floor(body / Math.max(1, this.spaces.length)) - 6);
+    return Math.max(laneMin(), Math.floor(body / this.laneRows()) - 6);
   }
 
   plot(space, bufs, height, last) {
@@ -235,7 +243,7 @@ export class Timeline {
     return entry;
   }
 
-  width() { return Math.max(200, this.root.clientWidth - 8); }
+  width() { return Math.max(160, Math.floor((this.root.clientWidth - 8) / (this.sideBySide() ? this.spaces.length : 1))); }
 
   drawBoxes(u, entry, pk) {
     const ctx = u.ctx;
@@ -280,7 +288,8 @@ export class Timeline {
     ctx.textBaseline = 'alphabetic';
     const label = `peak ${fmtBytes(pk.bytes)}`;
     const w = ctx.measureText(label).width;
-    const lx = x + 8 * px + w > u.bbox.left + u.bbox.width ? x - 8 * px - w : x + 8 * px;
+    // Right of the marker, else left of it, never past the plot's left edge.
+    const lx = x + 8 * px + w > u.bbox.left + u.bbox.width ? Math.max(u.bbox.left + 3 * px, x - 8 * px - w) : x + 8 * px;
     const ly = Math.max(u.bbox.top + 16 * px, y + 16 * px);
     ctx.fillStyle = 'rgba(255,255,255,.9)';
     ctx.fillRect(lx - 3 * px, ly - 13 * px, w + 6 * px, 17 * px);
@@ -340,7 +349,7 @@ export class Timeline {
     if (on) {
       // Room for the lanes and a few rows, unless the user chose a height;
       // the graph keeps more than half of the pane.
-      const want = Math.min(lanesHeight(this.spaces.length) / 0.6, 0.5 * this.root.parentElement.clientHeight);
+      const want = Math.min(lanesHeight(this.laneRows()) / 0.6, 0.5 * this.root.parentElement.clientHeight);
       if (!localStorage.getItem(HEIGHT_KEY) && this.root.clientHeight < want) this.root.style.height = `${Math.round(want)}px`;
       this.renderTable();
     } else this.defaultHeight();

@@ -163,6 +163,8 @@ async function trainingLanes(p, minLane) {
   const geo = await p.evaluate(() => ({ g: document.querySelector('#pane-b .graph').getBoundingClientRect().height, H: innerHeight }));
   log('training compare lanes', lanes.map((l) => `${l.space} ${Math.round(l.h)} px`).join(', '), `graph ${Math.round(geo.g)} px of ${geo.H}`);
   for (const l of lanes) assert.ok(l.h >= minLane, `${l.space} lane ${l.h} px high (at least ${minLane})`);
+  // A projector: the lanes stand side by side and the graph keeps half the height.
+  if (geo.H <= 720) assert.ok(geo.g >= geo.H / 2, `graph ${geo.g} px of ${geo.H} beside the two lanes`);
   const B = await p.evaluate(() => window.hloscope.state.b);
   const mem = await api(`/v1/results/${B}/memory.json`);
   if (await p.isHidden('#pane-b [data-testid="peak-table"]')) await p.click('#pane-b [data-testid="peak-table-toggle"]');
