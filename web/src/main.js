@@ -523,6 +523,7 @@ export async function showResults() {
 async function loadGraphs() {
   $('#details').classList.add('hidden');
   $('#panes').classList.remove('with-details');
+  for (const s of ['a', 'b']) timelines[s].select(null); // selectNode below marks the new selection's
   await Promise.all(['a', 'b'].map(async (s) => {
     if (s === 'a' && view.failA && !view.failA.id) {
       panes.a.showMessage(`<b>out_of_memory</b>: the training step with residuals ${esc(view.failA.residuals)} does not fit the device (the report is above); B fits.`);
@@ -686,7 +687,12 @@ async function selectNode(side, id, { focus = false } = {}) {
   $('#panes').classList.add('with-details');
   // Centred once the details column has narrowed the panes; the other pane
   // brings its corresponding node into view at its own scale.
-  if (focus) p.focus(id);
+  if (focus) {
+    p.focus(id);
+    // Once more after the panes' resize has been handled (svg-pan-zoom
+    // re-fits on resize), if that moved it out of sight.
+    requestAnimationFrame(() => requestAnimationFrame(() => p.focus(id, { ifHidden: true })));
+  }
   const match = other.el(id) ? id : other.nodeFor(n.name, n.op_name);
   if (focus && match && $('#sync').checked) other.focus(match, { ifHidden: true });
   $('#details-close').onclick = hideDetails;
