@@ -53,23 +53,6 @@ static void attempt_free(attempt *a)
     memset(a, 0, sizeof *a);
 }
 
-static int64_t timeout_ms(const hs_whatif_options *o)
-{
-    if (o->deadline_ns <= 0)
-        return 0;
-    int64_t left = (o->deadline_ns - hs_now_ns()) / 1000000;
-    return left > 0 ? left : 1;
-}
-
-static hs_status check_stop(const hs_whatif_options *o, hs_error *err)
-{
-    if ((o->cancel && atomic_load(o->cancel)) ||
-        (o->deadline_ns > 0 && hs_now_ns() > o->deadline_ns))
-        return hs_error_set(err, HS_ERR_CANCELLED,
-                            "what-if: offload analysis cancelled");
-    return HS_OK;
-}
-
 static bool stops_everything(hs_status st)
 {
     return st == HS_ERR_CANCELLED || st == HS_ERR_NOMEM;
@@ -215,11 +198,7 @@ static hs_status try_choice(const hs_module *a, const hs__lifetimes *l,
     if (!b)
         return hs_error_set(err, HS_ERR_NOMEM, "offload: out of host memory");
     hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = spec->name;
-    co.pipeline = OFFLOAD_PIPELINE;
-    co.timeout_ms = timeout_ms(o);
-    co.cancel = o->cancel;
+    hs__whatif_compile_options(o, spec->name, OFFLOAD_PIPELINE, &co);
     hs_executable *exe = NULL;
     hs_status st = hs_compile(b, &co, NULL, NULL, &exe, err);
     hs_module_free(b);
@@ -319,7 +298,7 @@ static hs_status search(const hs_module *a, hs__lifetimes *l,
         if (chosen == 0 || chosen == before)
             break; /* nothing idle across the peak is left to move */
         before = chosen;
-        if ((st = check_stop(o, err)) != HS_OK)
+        if ((st = hs__whatif_stopped(o, "the offload analysis", err)) != HS_OK)
             break;
         attempt cur;
         st = try_choice(a, l, spec, o, w, &cur, err);
@@ -358,15 +337,12 @@ hs_status hs__whatif_offload(const hs_module *m, const hs_group_tree *t,
     if (!spec)
         return hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", dev);
     r->budget = o->budget > 0 ? o->budget : spec->hbm_bytes;
-    hs_status st = check_stop(o, err);
+    hs_status st = hs__whatif_stopped(o, "the offload analysis", err);
     if (st != HS_OK)
         return st;
 
     hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = spec->name;
-    co.timeout_ms = timeout_ms(o);
-    co.cancel = o->cancel;
+    hs__whatif_compile_options(o, spec->name, NULL, &co);
     hs_executable *exe = NULL;
     hs_error cerr;
     hs_error_clear(&cerr);

@@ -1123,13 +1123,7 @@ static hs_status compile_timed(const hs_module *m, const hs_whatif_options *o,
                                double *seconds, hs_error *err)
 {
     hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = device;
-    co.cancel = o->cancel;
-    if (o->deadline_ns > 0) {
-        int64_t left = (o->deadline_ns - hs_now_ns()) / 1000000;
-        co.timeout_ms = left > 0 ? left : 1;
-    }
+    hs__whatif_compile_options(o, device, NULL, &co);
     int64_t t0 = hs_now_ns();
     hs_status s = hs_compile(m, &co, NULL, NULL, exe, err);
     *seconds = (double)(hs_now_ns() - t0) / 1e9;

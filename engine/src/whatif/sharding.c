@@ -41,15 +41,6 @@ typedef struct sharding_run {
     char not_compiled[200]; /* else why m is read as parsed */
 } sharding_run;
 
-static hs_status stopped(const hs_whatif_options *o, hs_error *err)
-{
-    if ((o->cancel && atomic_load(o->cancel)) ||
-        (o->deadline_ns > 0 && hs_now_ns() > o->deadline_ns))
-        return hs_error_set(err, HS_ERR_CANCELLED,
-                            "the sharding what-if passed its deadline");
-    return HS_OK;
-}
-
 /* Not analysed, and why (a user's error: where it is). */
 static hs_status not_analysed(hs_whatif_sharding *s, const hs_error *why)
 {
@@ -248,7 +239,7 @@ static hs_status analyse(sharding_run *run, hs_whatif_sharding *out,
                  "no instruction carries a sharding={...} annotation");
         return HS_OK;
     }
-    if ((st = stopped(run->o, err)) != HS_OK)
+    if ((st = hs__whatif_stopped(run->o, "the sharding analysis", err)) != HS_OK)
         return st;
     hs_module *copy = hs_module_clone(run->m);
     if (!copy) {
@@ -262,10 +253,10 @@ static hs_status analyse(sharding_run *run, hs_whatif_sharding *out,
     }
     double written = -1, other = -1;
     st = reshape_copy(run, copy, &why);
-    if (st == HS_OK && (st = stopped(run->o, err)) == HS_OK &&
+    if (st == HS_OK && (st = hs__whatif_stopped(run->o, "the sharding analysis", err)) == HS_OK &&
         (written = run->compiled_peak >= 0 ? run->compiled_peak
                                            : device_peak(run->m, &why)) >= 0 &&
-        (st = stopped(run->o, err)) == HS_OK)
+        (st = hs__whatif_stopped(run->o, "the sharding analysis", err)) == HS_OK)
         other = device_peak(copy, &why);
     hs_module_free(copy);
     if (st == HS_ERR_CANCELLED)
@@ -297,13 +288,7 @@ static hs_status compile(const hs_module *m, const hs_whatif_options *o,
     if (!spec)
         return hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", dev);
     hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = spec->name;
-    co.cancel = o->cancel;
-    if (o->deadline_ns > 0) {
-        int64_t left = (o->deadline_ns - hs_now_ns()) / 1000000;
-        co.timeout_ms = left > 0 ? left : 1;
-    }
+    hs__whatif_compile_options(o, spec->name, NULL, &co);
     *exe = NULL;
     hs_status st = hs_compile(m, &co, NULL, NULL, exe, why);
     if (st == HS_ERR_CANCELLED || st == HS_ERR_NOMEM) {

@@ -16,13 +16,27 @@ void hs_whatif_options_init(hs_whatif_options *o)
     o->run_equivalence = true;
 }
 
-static hs_status check_stop(const hs_whatif_options *o, hs_error *err)
+hs_status hs__whatif_stopped(const hs_whatif_options *o, const char *what,
+                             hs_error *err)
 {
     if ((o->cancel && atomic_load(o->cancel)) ||
         (o->deadline_ns > 0 && hs_now_ns() > o->deadline_ns))
         return hs_error_set(err, HS_ERR_CANCELLED,
-                            "whatif: stopped at its deadline");
+                            "whatif: %s stopped at its deadline", what);
     return HS_OK;
+}
+
+void hs__whatif_compile_options(const hs_whatif_options *o, const char *device,
+                                const char *pipeline, hs_compile_options *co)
+{
+    hs_compile_options_init(co);
+    co->device = device;
+    co->pipeline = pipeline;
+    co->cancel = o->cancel;
+    if (o->deadline_ns > 0) {
+        int64_t left = (o->deadline_ns - hs_now_ns()) / 1000000;
+        co->timeout_ms = left > 0 ? left : 1;
+    }
 }
 
 hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
@@ -51,15 +65,15 @@ hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
     hs_group_tree *t = NULL;
     hs_status s = hs_groups_build(m, NULL, &t, err);
     if (s == HS_OK)
-        s = check_stop(o, err);
+        s = hs__whatif_stopped(o, "the analysis", err);
     if (s == HS_OK)
         s = hs__whatif_reroll(m, t, o, out, err);
     if (s == HS_OK)
-        s = check_stop(o, err);
+        s = hs__whatif_stopped(o, "the analysis", err);
     if (s == HS_OK)
         s = hs__whatif_offload(m, t, o, out, err);
     if (s == HS_OK)
-        s = check_stop(o, err);
+        s = hs__whatif_stopped(o, "the analysis", err);
     if (s == HS_OK)
         s = hs__whatif_sharding(m, o, out, err);
     hs_groups_free(t);
