@@ -580,6 +580,34 @@ typedef struct hs_batch_norm {
 hs_status hs_instruction_batch_norm(const hs_instruction *i, int rank,
                                     hs_batch_norm *out, hs_error *err);
 
+/* The dimension numbers of gather and scatter (ir/gather_dims.c): XLA's
+ * GatherDimensionNumbers, and its ScatterDimensionNumbers under gather's
+ * names (update_window_dims are `offset`, inserted_window_dims
+ * `collapsed`, scatter_dims_to_operand_dims `start_index_map`,
+ * input_batching_dims `operand_batching`, scatter_indices_batching_dims
+ * `indices_batching`). slice_sizes: gather only. */
+typedef struct hs_gather_dims {
+    int n_offset, n_collapsed, n_start_index_map;
+    int n_operand_batching, n_indices_batching, n_slice_sizes;
+    int64_t offset[HS_MAX_RANK], collapsed[HS_MAX_RANK];
+    int64_t start_index_map[HS_MAX_RANK];
+    int64_t operand_batching[HS_MAX_RANK], indices_batching[HS_MAX_RANK];
+    int64_t slice_sizes[HS_MAX_RANK];
+    int64_t index_vector_dim;
+} hs_gather_dims;
+/* Read gather (scatter) i's dimension numbers; HS_ERR_SHAPE naming the
+ * instruction and the attribute when one is malformed or
+ * index_vector_dim= (gather: slice_sizes=) is missing. Whether the
+ * numbers fit the operands is the shape rule's check. */
+hs_status hs_instruction_gather(const hs_instruction *i, hs_gather_dims *out,
+                                hs_error *err);
+hs_status hs_instruction_scatter(const hs_instruction *i,
+                                 hs_gather_dims *out, hs_error *err);
+/* Write d as i's text attributes in XLA's spelling (a gradient building a
+ * scatter from a gather or back). False on host OOM. */
+bool hs_instruction_set_gather(hs_instruction *i, const hs_gather_dims *d);
+bool hs_instruction_set_scatter(hs_instruction *i, const hs_gather_dims *d);
+
 /* Bytes of i's decoded literal: 0 when it has none or its element type is
  * narrower than a byte (those stay as literal_text). */
 int64_t hs_instruction_literal_bytes(const hs_instruction *i);

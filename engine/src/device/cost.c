@@ -231,6 +231,50 @@ static void cost_select_and_scatter(const hs_device_spec *spec,
     c->bytes = operand_bytes(in) + result_bytes(&in->shape);
 }
 
+/* One update computation per update element (XLA's HloCostAnalysis:
+ * the to_apply's cost per element of the updates), reading operands,
+ * indices and updates and writing the result. */
+static void cost_scatter(const hs_device_spec *spec, const hs_instruction *in,
+                         cost *c)
+{
+    (void)spec;
+    int n = (in->n_operands - 1) / 2;
+    double updates = 0;
+    for (int k = n + 1; k < in->n_operands; k++)
+        updates += (double)hs_shape_elements(&in->operands[k]->shape);
+    c->flops = updates;
+    c->bytes = operand_bytes(in) + result_bytes(&in->shape);
+}
+
+/* A comparison per element and level of the merge: n * ceil(log2(len))
+ * along the sorted dimension, each comparator call counted as one FLOP. */
+static void cost_sort(const hs_device_spec *spec, const hs_instruction *in,
+                      cost *c)
+{
+    (void)spec;
+    if (in->n_operands < 1)
+        return;
+    const hs_shape *x = &in->operands[0]->shape;
+    int64_t len = in->n_dims == 1 && in->dims && x->rank
+                      ? x->dims[in->dims[0] < x->rank ? in->dims[0] : 0]
+                      : 1;
+    double levels = 0;
+    for (int64_t w = 1; w < len; w *= 2)
+        levels++;
+    c->flops = (double)hs_shape_elements(x) * levels;
+    c->bytes = operand_bytes(in) + result_bytes(&in->shape);
+}
+
+/* rng: one generator evaluation per element, counted as one FLOP, and
+ * the result written. */
+static void cost_rng(const hs_device_spec *spec, const hs_instruction *in,
+                     cost *c)
+{
+    (void)spec;
+    c->flops = (double)hs_shape_elements(&in->shape);
+    c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
+}
+
 /* The element-wise work of XLA's BatchNormExpander per operand element:
  * training 7 (sum, deviation, square and sum, normalise: subtract,
  * multiply, multiply, add), inference 4 (the normalisation), grad 9 (two
@@ -334,7 +378,7 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 #define COST_DYNAMIC_SLICE COSTED(cost_dynamic_slice)
 #define COST_DYNAMIC_UPDATE_SLICE COSTED(cost_dynamic_update_slice)
 #define COST_GATHER COSTED(cost_move)
-#define COST_SCATTER COSTED(cost_move)
+#define COST_SCATTER COSTED(cost_scatter)
 #define COST_DOT COSTED(cost_dot)
 #define COST_CONVOLUTION COSTED(cost_convolution)
 #define COST_REDUCE COSTED(cost_reduce)
@@ -343,8 +387,8 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 #define COST_BATCH_NORM_TRAINING COSTED(cost_batch_norm)
 #define COST_BATCH_NORM_INFERENCE COSTED(cost_batch_norm)
 #define COST_BATCH_NORM_GRAD COSTED(cost_batch_norm)
-#define COST_SORT NOT_COSTED("sort's comparisons are not modelled")
-#define COST_RNG NOT_COSTED("random number generation is not modelled")
+#define COST_SORT COSTED(cost_sort)
+#define COST_RNG COSTED(cost_rng)
 #define COST_TUPLE COSTED(cost_free)
 #define COST_GET_TUPLE_ELEMENT COSTED(cost_free)
 #define COST_WHILE COSTED(cost_free) /* its body is charged as it runs */

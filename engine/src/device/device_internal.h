@@ -141,6 +141,10 @@ dev_val *dev_array_view(dev_ctx *x, const hs_shape *shape, dev_block *b,
  * live view of it, or not owned. In-place updates need this false. */
 bool dev_block_shared(const dev_block *b);
 dev_val *dev_tuple_new(dev_ctx *x, const hs_shape *shape, int n);
+/* A scalar array of shape s holding the element at src, the argument of
+ * a called scalar computation (reducers, comparators, scatter's update
+ * computation). NULL: error set. */
+dev_val *dev_scalar_of(dev_ctx *x, const hs_shape *s, const void *src);
 void dev_ref(dev_val *v);
 void dev_release(dev_ctx *x, dev_val *v);
 void dev_ctx_cleanup(dev_ctx *x);
@@ -258,6 +262,12 @@ int64_t *dev_pad_config(dev_ctx *x, const hs_instruction *in);
 
 /* kernels_reduce.c: the fast-path opcode of a reducer computation, or -1. */
 int dev_reducer_fast_op(const hs_computation *c);
+
+/* kernels_gather.c, kernels_sort.c, kernels_rng.c */
+hs_status dev_k_gather(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_scatter(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_sort(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_rng(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 
 /* kernels_window.c, kernels_batch_norm.c */
 hs_status dev_k_reduce_window(dev_ctx *, const dev_step *, dev_val **,

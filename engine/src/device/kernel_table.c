@@ -47,8 +47,8 @@
 #define KERNEL_PAD RUN(dev_k_pad)
 #define KERNEL_DYNAMIC_SLICE RUN(dev_k_dynamic_slice)
 #define KERNEL_DYNAMIC_UPDATE_SLICE RUN(dev_k_dynamic_update_slice)
-#define KERNEL_GATHER NOT_RUN("gather has no kernel yet")
-#define KERNEL_SCATTER NOT_RUN("scatter has no kernel yet")
+#define KERNEL_GATHER RUN(dev_k_gather)
+#define KERNEL_SCATTER RUN(dev_k_scatter)
 /* compute */
 #define KERNEL_DOT RUN(dev_k_dot)
 #define KERNEL_CONVOLUTION RUN(dev_k_convolution)
@@ -59,8 +59,8 @@
 #define KERNEL_BATCH_NORM_INFERENCE RUN(dev_k_batch_norm_inference)
 #define KERNEL_BATCH_NORM_GRAD RUN(dev_k_batch_norm_grad)
 #define KERNEL_MAP NOT_RUN("map has no kernel yet")
-#define KERNEL_SORT NOT_RUN("sort has no kernel yet")
-#define KERNEL_RNG NOT_RUN("rng has no kernel yet")
+#define KERNEL_SORT RUN(dev_k_sort)
+#define KERNEL_RNG RUN(dev_k_rng)
 /* tuples */
 #define KERNEL_TUPLE RUN(dev_k_tuple)
 #define KERNEL_GET_TUPLE_ELEMENT RUN(dev_k_get_tuple_element)

@@ -251,15 +251,6 @@ static void reduce_window_f32(hs_opcode op, const win_geom *g,
     }
 }
 
-/* A scalar array of shape s holding the element at src. NULL: error set. */
-static dev_val *scalar_of(dev_ctx *x, const hs_shape *s, const void *src)
-{
-    dev_val *v = dev_array_new(x, s);
-    if (v)
-        memcpy(v->block->data, src, (size_t)dev_esize(s->dtype));
-    return v;
-}
-
 /* Applies computation p to (acc[0..n), elements at a[k] + off) and leaves
  * the new accumulators in acc (references are consumed and replaced). */
 static hs_status apply_reducer(dev_ctx *x, const hs_instruction *in,
@@ -273,7 +264,7 @@ static hs_status apply_reducer(dev_ctx *x, const hs_instruction *in,
     }
     for (int k = 0; k < n; k++) {
         const hs_shape *es = &p->comp->params[n + k]->shape;
-        args[n + k] = scalar_of(x, es, a[k] + off * dev_esize(es->dtype));
+        args[n + k] = dev_scalar_of(x, es, a[k] + off * dev_esize(es->dtype));
         if (!args[n + k]) {
             for (int j = 0; j < n + k; j++)
                 dev_release(x, args[j]);
@@ -531,8 +522,8 @@ static hs_status select_keeps(dev_ctx *x, const hs_instruction *in,
 {
     dev_val *args[2];
     const hs_shape *ps = &p->comp->params[0]->shape;
-    args[0] = scalar_of(x, ps, a + best * es);
-    args[1] = args[0] ? scalar_of(x, ps, a + cand * es) : NULL;
+    args[0] = dev_scalar_of(x, ps, a + best * es);
+    args[1] = args[0] ? dev_scalar_of(x, ps, a + cand * es) : NULL;
     if (!args[1]) {
         if (args[0])
             dev_release(x, args[0]);
@@ -579,8 +570,8 @@ static hs_status select_and_scatter_interpreted(
         if (st)
             break;
         const char *srcp = src + o * ey;
-        dev_val *acc = scalar_of(x, acc_s, y + best * ey);
-        dev_val *arg = acc ? scalar_of(x, acc_s, srcp) : NULL;
+        dev_val *acc = dev_scalar_of(x, acc_s, y + best * ey);
+        dev_val *arg = acc ? dev_scalar_of(x, acc_s, srcp) : NULL;
         if (!arg) {
             if (acc)
                 dev_release(x, acc);

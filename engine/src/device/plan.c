@@ -469,7 +469,9 @@ static hs_status plan_for(dev_ctx *x, const hs_computation *c, int depth,
                            ? 2
                        : (in->opcode == HS_OP_CALL ||
                           in->opcode == HS_OP_REDUCE ||
-                          in->opcode == HS_OP_REDUCE_WINDOW)
+                          in->opcode == HS_OP_REDUCE_WINDOW ||
+                          in->opcode == HS_OP_SCATTER ||
+                          in->opcode == HS_OP_SORT)
                            ? 1
                            : 0;
         if (n_callee > in->n_called)

@@ -374,3 +374,11 @@ void dev_ctx_cleanup(dev_ctx *x)
         free(v);
     }
 }
+
+dev_val *dev_scalar_of(dev_ctx *x, const hs_shape *s, const void *src)
+{
+    dev_val *v = dev_array_new(x, s);
+    if (v)
+        memcpy(v->block->data, src, (size_t)dev_esize(s->dtype));
+    return v;
+}
