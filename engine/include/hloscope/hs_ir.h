@@ -603,10 +603,15 @@ hs_status hs_instruction_gather(const hs_instruction *i, hs_gather_dims *out,
                                 hs_error *err);
 hs_status hs_instruction_scatter(const hs_instruction *i,
                                  hs_gather_dims *out, hs_error *err);
-/* Write d as i's text attributes in XLA's spelling (a gradient building a
- * scatter from a gather or back). False on host OOM. */
-bool hs_instruction_set_gather(hs_instruction *i, const hs_gather_dims *d);
-bool hs_instruction_set_scatter(hs_instruction *i, const hs_gather_dims *d);
+/* d as gather's (scatter's) text attributes in XLA's spelling and order,
+ * strings in arena a: what a gradient building a scatter from a gather,
+ * or back, hands to the new instruction. The count (at most
+ * HS_GATHER_MAX_ATTRS), or -1 on host OOM. */
+enum { HS_GATHER_MAX_ATTRS = 7 };
+int hs_gather_attrs(const hs_gather_dims *d, hs_arena *a,
+                    hs_attr out[HS_GATHER_MAX_ATTRS]);
+int hs_scatter_attrs(const hs_gather_dims *d, hs_arena *a,
+                     hs_attr out[HS_GATHER_MAX_ATTRS]);
 
 /* Bytes of i's decoded literal: 0 when it has none or its element type is
  * narrower than a byte (those stay as literal_text). */

@@ -72,6 +72,12 @@ hs_instruction *hs__ad_emit(hs_builder *b, hs_opcode op,
                             hs_instruction *const *ops, int n,
                             hs_computation *const *called, int n_called,
                             const hs_attr *attrs, int n_attrs);
+/* The module's computation (lhs: t[], rhs: t[]) -> op(lhs, rhs) (compare:
+ * direction d), made on first use under the name base ("add_f32", with a
+ * suffix when that name is another computation's); NULL on failure, the
+ * builder's error set. */
+hs_computation *hs__ad_scalar_comp(hs_builder *b, const char *base,
+                                   hs_opcode op, hs_direction d, hs_dtype t);
 /* Transposes x by perm unless perm is the identity. */
 hs_instruction *hs__ad_transpose(hs_builder *b, hs_instruction *x,
                                  const int64_t *perm);
@@ -107,6 +113,10 @@ void hs__vjp_reduce(hs_vjp *v, hs_instruction *y);
 /* The opcode of y's reducer computation (p0, p1) -> op(p0, p1) (either
  * order), or -1: reduce and reduce-window. */
 int hs__vjp_reducer_op(const hs_instruction *y);
+
+/* vjp_gather.c */
+void hs__vjp_gather(hs_vjp *v, hs_instruction *y);
+void hs__vjp_scatter(hs_vjp *v, hs_instruction *y);
 
 /* vjp_window.c, vjp_batch_norm.c */
 void hs__vjp_reduce_window(hs_vjp *v, hs_instruction *y);

@@ -55,8 +55,8 @@
 #define VJP_PAD NULL
 #define VJP_DYNAMIC_SLICE hs__vjp_dynamic_slice
 #define VJP_DYNAMIC_UPDATE_SLICE hs__vjp_dynamic_update_slice
-#define VJP_GATHER NULL
-#define VJP_SCATTER NULL
+#define VJP_GATHER hs__vjp_gather
+#define VJP_SCATTER hs__vjp_scatter
 /* compute */
 #define VJP_DOT hs__vjp_dot
 #define VJP_CONVOLUTION hs__vjp_convolution

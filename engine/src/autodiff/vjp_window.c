@@ -20,60 +20,6 @@
 
 #include "autodiff/autodiff_internal.h"
 
-/* Whether c is (p0: t[], p1: t[]) -> op(p0, p1) (compare: direction d). */
-static bool is_scalar_comp(const hs_computation *c, hs_opcode op,
-                           hs_direction d, hs_dtype t)
-{
-    const hs_instruction *r = c->root;
-    if (c->n_params != 2 || c->n_instrs != 3 || !r || r->opcode != op ||
-        r->n_operands != 2 || (op == HS_OP_COMPARE && r->direction != d))
-        return false;
-    for (int k = 0; k < 2; k++)
-        if (!c->params[k] || c->params[k]->shape.dtype != t ||
-            c->params[k]->shape.rank != 0 || r->operands[k] != c->params[k])
-            return false;
-    return true;
-}
-
-/* The module's computation (lhs: t[], rhs: t[]) -> op(lhs, rhs), made on
- * first use under the name base ("ge_F32", with a suffix when that name
- * is another computation's). */
-static hs_computation *scalar_comp(hs_builder *b, const char *base,
-                                   hs_opcode op, hs_direction d, hs_dtype t)
-{
-    hs_module *m = hs_builder_module(b);
-    char name[64];
-    snprintf(name, sizeof name, "%s", base);
-    hs_computation *c;
-    for (int suffix = 1;; suffix++) {
-        c = hs_module_find_computation(m, name);
-        if (!c || is_scalar_comp(c, op, d, t))
-            break;
-        snprintf(name, sizeof name, "%s.%d", base, suffix);
-    }
-    if (c)
-        return c;
-    c = hs_module_add_computation(m, name, false);
-    hs_shape s = hs_shape_scalar(t);
-    hs_instruction *p[2] = {NULL, NULL};
-    for (int k = 0; c && k < 2; k++) {
-        char pn[32];
-        snprintf(pn, sizeof pn, "%s.%d", k ? "rhs" : "lhs", m->next_id);
-        p[k] = hs_computation_add_parameter(c, k, &s, pn);
-    }
-    hs_shape rs = op == HS_OP_COMPARE ? hs_shape_scalar(HS_PRED) : s;
-    hs_instruction *r = p[0] && p[1] ? hs_computation_add(c, op, &rs, p, 2,
-                                                          NULL)
-                                     : NULL;
-    if (!r) {
-        hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
-        return NULL;
-    }
-    r->direction = d;
-    c->root = r;
-    return c;
-}
-
 static void vjp_extremum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
                          const hs_window *w, bool max)
 {
@@ -93,9 +39,9 @@ static void vjp_extremum(hs_vjp *v, hs_instruction *y, hs_instruction *gy,
              hs_dtype_name(t));
     snprintf(add_name, sizeof add_name, "add_%s", hs_dtype_name(t));
     hs_computation *called[2] = {
-        scalar_comp(b, sel_name, HS_OP_COMPARE, max ? HS_DIR_GE : HS_DIR_LE,
+        hs__ad_scalar_comp(b, sel_name, HS_OP_COMPARE, max ? HS_DIR_GE : HS_DIR_LE,
                     t),
-        scalar_comp(b, add_name, HS_OP_ADD, HS_DIR_NONE, t)};
+        hs__ad_scalar_comp(b, add_name, HS_OP_ADD, HS_DIR_NONE, t)};
     if (!called[0] || !called[1])
         return;
     hs_attr window = {"window", hs_instruction_attr(y, "window")};

@@ -1,6 +1,6 @@
 /* gather_dims.c - the dimension numbers of gather and scatter, read in one
  * place for their shape rules, kernels, cost and gradients, and written
- * back as text by the gradients that build one from the other.
+ * as text attributes by the gradients that build one from the other.
  *
  * XLA's GatherDimensionNumbers and ScatterDimensionNumbers are one idea
  * under two sets of names, so both read into hs_gather_dims:
@@ -129,6 +129,7 @@ hs_status hs_instruction_scatter(const hs_instruction *i,
     return read_common(i, scatter_keys, out, err);
 }
 
+/* "{v0,v1,...}"; buf holds 24 characters per entry. */
 static bool put_list(char *buf, size_t size, const int64_t *v, int n)
 {
     size_t at = 0;
@@ -145,47 +146,48 @@ static bool put_list(char *buf, size_t size, const int64_t *v, int n)
     return w >= 0 && (size_t)w < size - at;
 }
 
-/* Adds d's lists under keys as text attributes of i, in XLA's order, the
- * batching lists only when not empty (XLA leaves them out then). */
-static bool write_common(hs_instruction *i, const char *const keys[5],
-                         const hs_gather_dims *d, bool with_slice_sizes)
+/* d's lists under keys as text attributes in out (strings in a), in
+ * XLA's order: offset, collapsed, start_index_map, the batching lists
+ * (only when not empty: XLA leaves them out then), index_vector_dim, and
+ * for a gather slice_sizes. The count, or -1 on host OOM. */
+static int attrs_of(const char *const keys[5], const hs_gather_dims *d,
+                    bool with_slice_sizes, hs_arena *a, hs_attr *out)
 {
     const int64_t *lists[5] = {d->offset, d->collapsed, d->start_index_map,
                                d->operand_batching, d->indices_batching};
     const int counts[5] = {d->n_offset, d->n_collapsed, d->n_start_index_map,
                            d->n_operand_batching, d->n_indices_batching};
-    char buf[16 * HS_MAX_RANK + 4];
-    /* XLA's order: offset, collapsed, start_index_map, the batching
-     * lists, index_vector_dim, then slice_sizes. */
+    char buf[24 * HS_MAX_RANK + 4];
+    int n = 0;
     for (int k = 0; k < 5; k++) {
         if (k >= 3 && counts[k] == 0)
             continue;
-        if (!put_list(buf, sizeof buf, lists[k], counts[k]))
-            return false;
-        int before = i->n_extra;
-        hs_instruction_add_extra(i, keys[k], buf);
-        if (i->n_extra != before + 1)
-            return false;
+        put_list(buf, sizeof buf, lists[k], counts[k]);
+        out[n].key = keys[k];
+        if (!(out[n++].value = hs_arena_strdup(a, buf)))
+            return -1;
     }
     snprintf(buf, sizeof buf, "%lld", (long long)d->index_vector_dim);
-    int before = i->n_extra;
-    hs_instruction_add_extra(i, "index_vector_dim", buf);
-    if (i->n_extra != before + 1)
-        return false;
-    if (!with_slice_sizes)
-        return true;
-    if (!put_list(buf, sizeof buf, d->slice_sizes, d->n_slice_sizes))
-        return false;
-    hs_instruction_add_extra(i, "slice_sizes", buf);
-    return i->n_extra == before + 2;
+    out[n].key = "index_vector_dim";
+    if (!(out[n++].value = hs_arena_strdup(a, buf)))
+        return -1;
+    if (with_slice_sizes) {
+        put_list(buf, sizeof buf, d->slice_sizes, d->n_slice_sizes);
+        out[n].key = "slice_sizes";
+        if (!(out[n++].value = hs_arena_strdup(a, buf)))
+            return -1;
+    }
+    return n;
 }
 
-bool hs_instruction_set_gather(hs_instruction *i, const hs_gather_dims *d)
+int hs_gather_attrs(const hs_gather_dims *d, hs_arena *a,
+                    hs_attr out[HS_GATHER_MAX_ATTRS])
 {
-    return write_common(i, gather_keys, d, true);
+    return attrs_of(gather_keys, d, true, a, out);
 }
 
-bool hs_instruction_set_scatter(hs_instruction *i, const hs_gather_dims *d)
+int hs_scatter_attrs(const hs_gather_dims *d, hs_arena *a,
+                     hs_attr out[HS_GATHER_MAX_ATTRS])
 {
-    return write_common(i, scatter_keys, d, false);
+    return attrs_of(scatter_keys, d, false, a, out);
 }
