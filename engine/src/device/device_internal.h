@@ -263,6 +263,14 @@ int64_t *dev_pad_config(dev_ctx *x, const hs_instruction *in);
 /* kernels_reduce.c: the fast-path opcode of a reducer computation, or -1. */
 int dev_reducer_fast_op(const hs_computation *c);
 
+/* widen.c: whether an operand or result of s is a narrow float (f16,
+ * bf16, f8), and kernel run on s in f32: narrow operands widened, the
+ * results rounded once into in's own types (XLA's CPU backend computes
+ * convolutions and batch norms of these types so). */
+bool dev_step_is_narrow_float(const dev_step *s, dev_val **f);
+hs_status dev_run_in_f32(dev_ctx *x, const dev_step *s, dev_val **f,
+                         dev_val **out, dev_kernel kernel);
+
 /* kernels_gather.c, kernels_sort.c, kernels_rng.c */
 hs_status dev_k_gather(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_scatter(dev_ctx *, const dev_step *, dev_val **, dev_val **);

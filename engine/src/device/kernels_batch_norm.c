@@ -9,7 +9,9 @@
  * elements. Sums accumulate in double and the variance is two-pass (the
  * mean first, then the mean of squared deviations), so a feature whose
  * mean is large against its spread keeps its variance; E[x^2] - E[x]^2 in
- * f32 would cancel it. Results are rounded to f32 once. f32 only.
+ * f32 would cancel it. Results are rounded to f32 once. f16, bf16 and
+ * the f8 types compute in f32 and round once when stored, as XLA's CPU
+ * backend does (widen.c).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -28,8 +30,8 @@ static hs_status view_of(dev_ctx *x, const hs_instruction *in,
     for (int k = 0; k < s->n_ops; k++) {
         const dev_val *o = dev_op(s, f, k);
         if (o->elems || o->shape->dtype != HS_F32)
-            return dev_unsupported(x, in, "a batch norm that is not f32 "
-                                          "(only f32 batch norm runs)");
+            return dev_unsupported(x, in, "a batch norm that is not of "
+                                          "float types (f32, f16, bf16, f8)");
     }
     const hs_shape *xs = dev_op(s, f, 0)->shape;
     hs_batch_norm bn;
@@ -141,6 +143,8 @@ static hs_status begin_tuple(dev_ctx *x, const dev_step *s, dev_val **f,
 hs_status dev_k_batch_norm_training(dev_ctx *x, const dev_step *s,
                                     dev_val **f, dev_val **out)
 {
+    if (dev_step_is_narrow_float(s, f))
+        return dev_run_in_f32(x, s, f, out, dev_k_batch_norm_training);
     bn_view v;
     dev_val *t;
     double *sum; /* sum[0..C) then the double mean mu[0..C) */
@@ -169,6 +173,8 @@ hs_status dev_k_batch_norm_training(dev_ctx *x, const dev_step *s,
 hs_status dev_k_batch_norm_inference(dev_ctx *x, const dev_step *s,
                                      dev_val **f, dev_val **out)
 {
+    if (dev_step_is_narrow_float(s, f))
+        return dev_run_in_f32(x, s, f, out, dev_k_batch_norm_inference);
     bn_view v;
     hs_status st = view_of(x, s->in, f, s, &v);
     if (st)
@@ -190,6 +196,8 @@ hs_status dev_k_batch_norm_inference(dev_ctx *x, const dev_step *s,
 hs_status dev_k_batch_norm_grad(dev_ctx *x, const dev_step *s, dev_val **f,
                                 dev_val **out)
 {
+    if (dev_step_is_narrow_float(s, f))
+        return dev_run_in_f32(x, s, f, out, dev_k_batch_norm_grad);
     bn_view v;
     dev_val *t;
     double *sum_gy; /* sum_gy[0..C) then sum_gyx[0..C) */

@@ -783,11 +783,14 @@ hs_status dev_k_convolution(dev_ctx *x, const dev_step *s, dev_val **f,
 {
     const hs_instruction *in = s->in;
     const dev_val *l = dev_op(s, f, 0), *r = dev_op(s, f, 1);
+    if (!l->elems && !r->elems && in->shape.dtype != HS_TUPLE &&
+        dev_step_is_narrow_float(s, f))
+        return dev_run_in_f32(x, s, f, out, dev_k_convolution);
     if (l->shape->dtype != HS_F32 || r->shape->dtype != HS_F32 ||
         in->shape.dtype != HS_F32) {
         char what[128];
         snprintf(what, sizeof what, "a convolution of %s and %s into %s "
-                 "(only f32 convolutions run yet)",
+                 "(convolutions run at f32, f16, bf16 and the f8 types)",
                  hs_dtype_name(l->shape->dtype), hs_dtype_name(r->shape->dtype),
                  hs_dtype_name(in->shape.dtype));
         return dev_unsupported(x, in, what);

@@ -134,9 +134,11 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
         break;
     case HS_OP_BATCH_NORM_TRAINING: case HS_OP_BATCH_NORM_INFERENCE:
     case HS_OP_BATCH_NORM_GRAD:
-        if (in->n_operands < 1 || in->operands[0]->shape.dtype != HS_F32)
-            return dev_unsupported(x, in, "a batch norm that is not f32 "
-                                          "(only f32 batch norm runs)");
+        /* f16, bf16 and f8 compute in f32 (widen.c) */
+        if (in->n_operands < 1 ||
+            elem_class_of(in->operands[0]->shape.dtype) != ELEM_F32)
+            return dev_unsupported(x, in, "a batch norm that is not of a "
+                                          "float type (f32, f16, bf16, f8)");
         break;
     case HS_OP_REDUCE: {
         int n = in->n_operands / 2;
