@@ -187,6 +187,16 @@ static hs_status check_update_computation(const hs_instruction *i, int n,
                              "must be a %s scalar", c->name, k,
                         hs_dtype_name(want));
     }
+    const hs_shape *r = c->root ? &c->root->shape : NULL;
+    bool ok = r && (n == 1 ? r->dtype == i->operands[0]->shape.dtype &&
+                                 r->rank == 0
+                           : r->dtype == HS_TUPLE && r->n_elems == n);
+    for (int k = 0; ok && n > 1 && k < n; k++)
+        ok = r->elems[k].dtype == i->operands[k]->shape.dtype &&
+             r->elems[k].rank == 0;
+    if (!ok)
+        return fail(err, "scatter: to_apply computation %s must return "
+                         "the operands' element types as scalars", c->name);
     return HS_OK;
 }
 
