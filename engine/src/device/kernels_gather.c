@@ -122,6 +122,19 @@ static int64_t *load_indices(dev_ctx *x, const dev_val *iv)
     return out;
 }
 
+/* One element: gathers of single elements (take_along_dim, the MoE
+ * routing of real dumps) copy nothing else, so the copy is inlined. */
+static inline void copy_element(char *dst, const char *src, int es)
+{
+    switch (es) {
+    case 1: *dst = *src; break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    default: memcpy(dst, src, (size_t)es); break;
+    }
+}
+
 static int64_t clamp64(int64_t v, int64_t lo, int64_t hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
@@ -155,22 +168,51 @@ hs_status dev_k_gather(dev_ctx *x, const dev_step *s, dev_val **f,
         n_batch *= g.batch_dims[j];
     if (hs_shape_elements(&in->shape) == 0)
         n_batch = 0;
+    /* The last batch dimension is walked as a run: per element only the
+     * index vector is read and clamped; what the other batch dimensions
+     * contribute is computed once per run. */
+    int last = g.n_batch - 1;
+    int64_t run = last >= 0 ? g.batch_dims[last] : 1;
+    int64_t runs = run ? n_batch / run : 0;
+    int64_t r_step = last >= 0 ? g.r_batch_stride[last] : 0;
+    int64_t i_step = last >= 0 ? g.idx_batch_stride[last] : 0;
+    int64_t x_step = 0; /* the run's own batching dimension, if any */
+    for (int j = 0; j < d.n_operand_batching; j++)
+        if (last >= 0 &&
+            g.batch_pos_of_idx_dim[d.indices_batching[j]] == last)
+            x_step = g.x_strides[d.operand_batching[j]];
+    int64_t hi[HS_MAX_RANK], xs[HS_MAX_RANK];
+    for (int k = 0; k < d.n_start_index_map; k++) {
+        int64_t dim = d.start_index_map[k];
+        hi[k] = g.x->dims[dim] - d.slice_sizes[dim];
+        xs[k] = g.x_strides[dim];
+    }
     int64_t G[HS_MAX_RANK] = {0}, start[HS_MAX_RANK];
-    for (int64_t b = 0; b < n_batch; b++) {
+    for (int64_t b = 0; b < runs; b++) {
         int64_t r_base = 0, i_base = 0, x_base = 0;
-        for (int j = 0; j < g.n_batch; j++) {
+        for (int j = 0; j < last; j++) {
             r_base += G[j] * g.r_batch_stride[j];
             i_base += G[j] * g.idx_batch_stride[j];
         }
+        /* batching dimensions of the outer batch index, at G[last] = 0 */
+        G[last >= 0 ? last : 0] = 0;
         start_of(&g, idx, i_base, G, start);
-        for (int k = 0; k < g.x->rank; k++)
-            x_base += clamp64(start[k], 0,
-                              g.x->dims[k] - d.slice_sizes[k]) *
-                      g.x_strides[k];
-        dev_copy_strided(dst + r_base * es, g.win_r_stride,
-                         src + x_base * es, g.win_x_stride, g.win_size,
-                         g.n_window, es);
-        dev_index_next(G, g.batch_dims, g.n_batch);
+        for (int k = 0; k < d.n_operand_batching; k++)
+            x_base += start[d.operand_batching[k]] *
+                      g.x_strides[d.operand_batching[k]];
+        for (int64_t e = 0; e < run; e++) {
+            const int64_t *iv = idx + i_base + e * i_step;
+            int64_t xo = x_base + e * x_step;
+            for (int k = 0; k < d.n_start_index_map; k++)
+                xo += clamp64(iv[k * g.idx_vec_stride], 0, hi[k]) * xs[k];
+            char *yo = dst + (r_base + e * r_step) * es;
+            if (g.n_window == 0)
+                copy_element(yo, src + xo * es, es);
+            else
+                dev_copy_strided(yo, g.win_r_stride, src + xo * es,
+                                 g.win_x_stride, g.win_size, g.n_window, es);
+        }
+        dev_index_next(G, g.batch_dims, last);
     }
     free(idx);
     *out = y;
@@ -247,6 +289,12 @@ static hs_status scatter_window(scatter_run *r, const gs_geom *g, int op,
                                 int64_t x_base, int64_t u_base, void *tmp)
 {
     int nw = g->n_window;
+    if (nw == 0 && op == HS_OP_ADD && g->x->dtype == HS_F32) {
+        /* one f32 element added: the gradient of take_along_dim and of
+         * the MoE routing, one call per element */
+        ((float *)r->ys[0])[x_base] += ((const float *)r->us[0])[u_base];
+        return HS_OK;
+    }
     if (op == COMBINE_ASSIGN) {
         dev_copy_strided(r->ys[0] + x_base * r->es[0], g->win_x_stride,
                          r->us[0] + u_base * r->es[0], g->win_r_stride,
@@ -295,6 +343,24 @@ static hs_status scatter_window(scatter_run *r, const gs_geom *g, int op,
     return HS_OK;
 }
 
+/* Whether operand k of the scatter may become result k: this is its last
+ * use, nobody else sees its block, it is passed only once, and it is in
+ * the result's memory space. */
+static bool updatable_in_place(const dev_step *s, dev_val **f, int k,
+                               const hs_shape *rs)
+{
+    const dev_val *v = dev_op(s, f, k);
+    if (!s->op_last[k] || v->refs != 1 || v->elems ||
+        dev_block_shared(v->block) ||
+        dev_space_index(v->shape->memory_space) !=
+            dev_space_index(rs->memory_space))
+        return false;
+    for (int j = 0; j < s->n_ops; j++)
+        if (j != k && s->ops[j] == s->ops[k])
+            return false;
+    return true;
+}
+
 hs_status dev_k_scatter(dev_ctx *x, const dev_step *s, dev_val **f,
                         dev_val **out)
 {
@@ -324,13 +390,18 @@ hs_status dev_k_scatter(dev_ctx *x, const dev_step *s, dev_val **f,
     for (int k = 0; k < n && !st; k++) {
         dev_val *xk = dev_op(s, f, k);
         const hs_shape *rs = n == 1 ? &in->shape : &in->shape.elems[k];
-        res[k] = dev_array_new(x, rs);
-        if (!res[k]) {
+        if (updatable_in_place(s, f, k, rs)) {
+            /* the operand dies here: written in place, as XLA's CPU
+             * backend writes a scatter into its operand's buffer */
+            res[k] = dev_take(s, f, k);
+            res[k]->shape = rs;
+        } else if ((res[k] = dev_array_new(x, rs))) {
+            memcpy(res[k]->block->data, xk->block->data,
+                   (size_t)hs_shape_bytes(rs));
+        } else {
             st = x->err->status;
             break;
         }
-        memcpy(res[k]->block->data, xk->block->data,
-               (size_t)hs_shape_bytes(rs));
         r.ys[k] = res[k]->block->data;
         r.us[k] = dev_op(s, f, n + 1 + k)->block->data;
         r.es[k] = dev_esize(rs->dtype);
