@@ -17,26 +17,15 @@ import time
 import torch
 import torch.nn.functional as F
 
-CLOCK = time.perf_counter
-
-
-def median(fn, iters):
-    for _ in range(2):
-        fn()
-    t = []
-    for _ in range(iters):
-        t0 = CLOCK()
-        fn()
-        t.append(CLOCK() - t0)
-    t.sort()
-    return t[len(t) // 2]
+sys.dont_write_bytecode = True
+import bench_conv_torch  # noqa: E402  (its median and clock)
 
 
 def main():
-    global CLOCK
     case, threads, iters = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     if len(sys.argv) > 4 and sys.argv[4] == "cpu":
-        CLOCK = time.process_time
+        bench_conv_torch.CLOCK = time.process_time
+    median = bench_conv_torch.median
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(0)
     if case in ("embedding", "embedding_backward"):

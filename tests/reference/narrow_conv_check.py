@@ -20,7 +20,6 @@ off by one". PyTorch's own bf16/f16 CPU results are printed next to it
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -29,6 +28,8 @@ import numpy as np
 sys.dont_write_bytecode = True
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+from gather_check import run  # noqa: E402  (pool_run on .npy arguments)
 
 TYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -120,22 +121,12 @@ def main():
     for t in ("bf16", "f16"):
         for make in (conv_case, depthwise_case, batch_norm_case):
             name, text, arrays, fn = make(rng, t)
-            d = os.path.join(work, name)
-            os.makedirs(d, exist_ok=True)
-            path = os.path.join(d, "module.hlo")
-            with open(path, "w") as f:
-                f.write(text)
-            files = []
-            for k, a in enumerate(arrays):
-                files.append(os.path.join(d, "arg%d.npy" % k))
-                np.save(files[-1], a)
-            r = subprocess.run([args.pool_run, path, os.path.join(d, "out")] + files,
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                print("FAIL %s: %s" % (name, r.stderr.strip()))
+            try:
+                got = run(args.pool_run, work, name, text, arrays, 1)[0]
+            except RuntimeError as e:
+                print("FAIL %s" % e)
                 failed = True
                 continue
-            got = np.load(os.path.join(d, "out", "out0.npy"))
             narrow = [torch.tensor(a).to(TYPES[t]) for a in arrays]
             want = fn(*[n.double() for n in narrow]).to(TYPES[t]).float().numpy()
             u = ulps(got, want, t)

@@ -80,6 +80,28 @@ hs_status hs__check_dim_list(const hs_instruction *i, const char *what,
     return HS_OK;
 }
 
+hs_status hs__set_operand_arrays(const hs_instruction *i, int n,
+                                 const hs_shape *like, hs_arena *a,
+                                 hs_shape *out, hs_error *err)
+{
+    if (n == 1) {
+        set_array(out, i->operands[0]->shape.dtype, like->rank, like->dims);
+        return HS_OK;
+    }
+    hs_shape *elems = a ? hs_arena_alloc(a, (size_t)n * sizeof *elems) : NULL;
+    if (!elems)
+        return hs_error_set(err, HS_ERR_NOMEM, "%s: out of memory",
+                            hs_opcode_name(i->opcode));
+    for (int k = 0; k < n; k++)
+        set_array(&elems[k], i->operands[k]->shape.dtype, like->rank,
+                  like->dims);
+    memset(out, 0, sizeof *out);
+    out->dtype = HS_TUPLE;
+    out->n_elems = n;
+    out->elems = elems;
+    return HS_OK;
+}
+
 hs_status hs__infer_token(const hs_instruction *i, hs_arena *a,
                           hs_shape *out, hs_error *err)
 {

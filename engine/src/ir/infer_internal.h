@@ -44,6 +44,13 @@ hs_status hs__check_dim_list(const hs_instruction *i, const char *what,
  * reduce-window (infer_dot.c). */
 hs_status hs__check_reducer(const hs_instruction *i, int n, hs_error *err);
 
+/* *out = operand 0's type at like's dimensions when n == 1, otherwise
+ * the tuple of operands 0..n's types at like's dimensions (elements in
+ * arena a): the result of scatter and sort. */
+hs_status hs__set_operand_arrays(const hs_instruction *i, int n,
+                                 const hs_shape *like, hs_arena *a,
+                                 hs_shape *out, hs_error *err);
+
 static inline bool same_dims(const hs_shape *a, const hs_shape *b)
 {
     if (a->rank != b->rank)

@@ -58,18 +58,5 @@ hs_status hs__infer_sort(const hs_instruction *i, hs_arena *a,
     }
     if ((st = check_comparator(i, err)))
         return st;
-    if (n == 1) {
-        set_array(out, x->dtype, x->rank, x->dims);
-        return HS_OK;
-    }
-    hs_shape *elems = a ? hs_arena_alloc(a, (size_t)n * sizeof *elems) : NULL;
-    if (!elems)
-        return hs_error_set(err, HS_ERR_NOMEM, "sort: out of memory");
-    for (int k = 0; k < n; k++)
-        set_array(&elems[k], i->operands[k]->shape.dtype, x->rank, x->dims);
-    memset(out, 0, sizeof *out);
-    out->dtype = HS_TUPLE;
-    out->n_elems = n;
-    out->elems = elems;
-    return HS_OK;
+    return hs__set_operand_arrays(i, n, x, a, out, err);
 }
