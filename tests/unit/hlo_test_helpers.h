@@ -1,15 +1,18 @@
 /*
  * hlo_test_helpers.h - what tests written as HLO text share: parse a
  * module (failing the test with the parser's message) or a model JSON,
- * print it, and look for text in the printed module. Include after <cmocka.h>.
+ * print it, look for text in the printed module, run it on f32 arguments
+ * and check that the verifier refuses it. Include after <cmocka.h>.
  */
 #ifndef HLOSCOPE_HLO_TEST_HELPERS_H
 #define HLOSCOPE_HLO_TEST_HELPERS_H
 
 #include <string.h>
 
+#include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_tensor.h"
 
 static inline hs_module *parse(const char *text)
 {
@@ -74,6 +77,49 @@ static inline hs_instruction *find_instr(const hs_module *m,
                 return m->comps[c]->instrs[k];
     fail_msg("no instruction %s", name);
     return NULL;
+}
+
+/* Runs m's entry on f32 arguments data[0..n_args) (NULL: none) with
+ * hs_device_run, failing the test with the device's message; the outputs
+ * are the caller's to free. */
+static inline hs_tensor **run_f32(const hs_module *m, const float *const *data,
+                                  int n_args, int *n_out)
+{
+    hs_tensor *args[8];
+    for (int k = 0; k < n_args; k++) {
+        args[k] = hs_tensor_new(&m->entry->params[k]->shape);
+        memcpy(args[k]->data, data[k],
+               (size_t)hs_shape_bytes(&args[k]->shape));
+    }
+    hs_tensor **out = NULL;
+    hs_error err;
+    hs_error_clear(&err);
+    hs_status st = hs_device_run(m, NULL, args, n_args, &out, n_out, NULL,
+                                 &err);
+    for (int k = 0; k < n_args; k++)
+        hs_tensor_free(args[k]);
+    if (st != HS_OK)
+        fail_msg("run: %s", err.message);
+    return out;
+}
+
+/* Parsing and verifying text must fail with a message naming instr and
+ * saying why. */
+static inline void assert_verify_refuses(const char *text, const char *instr,
+                                         const char *why)
+{
+    hs_error err;
+    hs_error_clear(&err);
+    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
+    if (m) {
+        hs_error_clear(&err);
+        assert_int_not_equal(hs_module_verify(m, &err), HS_OK);
+        hs_module_free(m);
+    }
+    char msg[1024];
+    hs_error_format(&err, msg, sizeof msg);
+    if (!strstr(msg, instr) || !strstr(msg, why))
+        fail_msg("expected '%s' and '%s' in: %s", instr, why, msg);
 }
 
 #endif

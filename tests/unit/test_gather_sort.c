@@ -45,28 +45,6 @@ static hs_module *verified(const char *entry)
     return m;
 }
 
-/* Runs m on f32 arguments (NULL: none); outputs freed by the caller. */
-static hs_tensor **run(const hs_module *m, const float *const *data,
-                       int n_args, int *n_out)
-{
-    hs_tensor *args[4];
-    for (int k = 0; k < n_args; k++) {
-        args[k] = hs_tensor_new(&m->entry->params[k]->shape);
-        memcpy(args[k]->data, data[k],
-               (size_t)hs_shape_bytes(&args[k]->shape));
-    }
-    hs_tensor **out = NULL;
-    hs_error err;
-    hs_error_clear(&err);
-    hs_status st = hs_device_run(m, NULL, args, n_args, &out, n_out, NULL,
-                                 &err);
-    for (int k = 0; k < n_args; k++)
-        hs_tensor_free(args[k]);
-    if (st != HS_OK)
-        fail_msg("run: %s", err.message);
-    return out;
-}
-
 static void assert_floats(const hs_tensor *t, const float *want, int n)
 {
     assert_int_equal(hs_shape_elements(&t->shape), n);
@@ -76,24 +54,14 @@ static void assert_floats(const hs_tensor *t, const float *want, int n)
                      (double)hs_tensor_f32(t)[k], (double)want[k]);
 }
 
+/* The entry over the computations above must be refused naming instr. */
 static void assert_refused(const char *entry, const char *instr,
                            const char *why)
 {
     char text[4096];
     snprintf(text, sizeof text, "HloModule m\n%sENTRY e {\n%s}\n",
              COMPUTATIONS, entry);
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (m) {
-        hs_error_clear(&err);
-        assert_int_not_equal(hs_module_verify(m, &err), HS_OK);
-        hs_module_free(m);
-    }
-    char msg[1024];
-    hs_error_format(&err, msg, sizeof msg);
-    if (!strstr(msg, instr) || !strstr(msg, why))
-        fail_msg("expected '%s' and '%s' in: %s", instr, why, msg);
+    assert_verify_refuses(text, instr, why);
 }
 
 static void shape_rules_refuse_naming_the_instruction(void **state)
@@ -157,7 +125,7 @@ static void gather_with_batching_dimensions_clamps(void **state)
     const float x[6] = {10, 11, 12, 20, 21, 22};
     const float *args[] = {x};
     int n;
-    hs_tensor **out = run(m, args, 1, &n);
+    hs_tensor **out = run_f32(m, args, 1, &n);
     assert_floats(out[0], (const float[]){12, 12, 20, 21}, 4);
     hs_tensors_free(out, n);
     hs_module_free(m);
@@ -189,7 +157,7 @@ static void scatter_skips_windows_out_of_range(void **state)
         snprintf(entry, sizeof entry, fmt, comps[c]);
         hs_module *m = verified(entry);
         int n;
-        hs_tensor **out = run(m, args, 2, &n);
+        hs_tensor **out = run_f32(m, args, 2, &n);
         assert_floats(out[0], want, 10);
         hs_tensors_free(out, n);
         hs_module_free(m);
@@ -207,7 +175,7 @@ static void sort_along_a_leading_dimension(void **state)
     const float x[6] = {3, -1, 1, -3, 2, -2};
     const float *args[] = {x};
     int n;
-    hs_tensor **out = run(m, args, 1, &n);
+    hs_tensor **out = run_f32(m, args, 1, &n);
     assert_floats(out[0], (const float[]){1, -3, 2, -2, 3, -1}, 6);
     hs_tensors_free(out, n);
     hs_module_free(m);
@@ -224,7 +192,7 @@ static void rng_is_reproducible_and_in_range(void **state)
                             "  ROOT r = f32[4096] rng(a, b), "
                             "distribution=rng_uniform\n");
     int n1, n2;
-    hs_tensor **o1 = run(m, NULL, 0, &n1), **o2 = run(m, NULL, 0, &n2);
+    hs_tensor **o1 = run_f32(m, NULL, 0, &n1), **o2 = run_f32(m, NULL, 0, &n2);
     const float *v = hs_tensor_f32(o1[0]);
     assert_memory_equal(v, hs_tensor_f32(o2[0]), 4096 * sizeof(float));
     double sum = 0;

@@ -37,28 +37,6 @@
     "ge_slow {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"      \
     "  ROOT s = pred[] compare(b, a), direction=LE\n}\n"
 
-/* Runs m's entry on f32 arguments; returns the outputs (caller frees). */
-static hs_tensor **run(const hs_module *m, const float *const *data,
-                       int n_args, int *n_out)
-{
-    hs_tensor *args[8];
-    for (int k = 0; k < n_args; k++) {
-        args[k] = hs_tensor_new(&m->entry->params[k]->shape);
-        memcpy(args[k]->data, data[k],
-               (size_t)hs_shape_bytes(&args[k]->shape));
-    }
-    hs_tensor **out = NULL;
-    hs_error err;
-    hs_error_clear(&err);
-    hs_status st = hs_device_run(m, NULL, args, n_args, &out, n_out, NULL,
-                                 &err);
-    for (int k = 0; k < n_args; k++)
-        hs_tensor_free(args[k]);
-    if (st != HS_OK)
-        fail_msg("run: %s", err.message);
-    return out;
-}
-
 static void assert_floats(const hs_tensor *t, const float *want, int n)
 {
     assert_int_equal(hs_shape_elements(&t->shape), n);
@@ -83,28 +61,10 @@ static void assert_runs_to(const char *entry, const float *const *args,
     if (hs_module_verify(m, &err) != HS_OK)
         fail_msg("verify: %s", err.message);
     int n;
-    hs_tensor **out = run(m, args, n_args, &n);
+    hs_tensor **out = run_f32(m, args, n_args, &n);
     assert_floats(out[0], want, n_want);
     hs_tensors_free(out, n);
     hs_module_free(m);
-}
-
-/* Verifying text must fail with a message naming instr and saying why. */
-static void assert_refused(const char *text, const char *instr,
-                           const char *why)
-{
-    hs_error err;
-    hs_error_clear(&err);
-    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
-    if (m) {
-        hs_error_clear(&err);
-        assert_int_not_equal(hs_module_verify(m, &err), HS_OK);
-        hs_module_free(m);
-    }
-    char msg[1024];
-    hs_error_format(&err, msg, sizeof msg);
-    if (!strstr(msg, instr) || !strstr(msg, why))
-        fail_msg("expected '%s' and '%s' in: %s", instr, why, msg);
 }
 
 static const float x4x4[16] = {0,  1,  2,  3,  4,  5,  6,  7,
@@ -171,7 +131,7 @@ static void variadic_reduce_window_gives_argmax(void **state)
     hs_error err;
     assert_int_equal(hs_module_verify(m, &err), HS_OK);
     int n;
-    hs_tensor **out = run(
+    hs_tensor **out = run_f32(
         m, (const float *[]){(const float[]){3, 1, 4, 4, 5}}, 1, &n);
     assert_int_equal(n, 2);
     assert_floats(out[0], (const float[]){3, 4, 4, 5}, 4);
@@ -210,7 +170,7 @@ static void select_and_scatter_ties_go_to_the_first(void **state)
         assert_contains(printed, ", scatter=%add");
         free(printed);
         int n;
-        hs_tensor **out = run(m,
+        hs_tensor **out = run_f32(m,
                               (const float *[]){(const float[]){1, 1, 1, 1},
                                                 (const float[]){1, 2, 4}},
                               2, &n);
@@ -276,7 +236,7 @@ static void select_and_scatter_fast_path_matches_interpreted(void **state)
                  selects[k]);
         hs_module *m = parse(text);
         int n;
-        hs_tensor **out = run(m, (const float *[]){x, src}, 2, &n);
+        hs_tensor **out = run_f32(m, (const float *[]){x, src}, 2, &n);
         memcpy(got[k], out[0]->data, sizeof got[k]);
         hs_tensors_free(out, n);
         hs_module_free(m);
@@ -333,7 +293,7 @@ static void empty_operands_walk_nothing(void **state)
         fail_msg("verify: %s", err.message);
     static const float none[1];
     int n;
-    hs_tensor **out = run(m, (const float *[]){none, none, none}, 3, &n);
+    hs_tensor **out = run_f32(m, (const float *[]){none, none, none}, 3, &n);
     assert_int_equal(n, 3);
     for (int k = 0; k < 3; k++)
         assert_int_equal(hs_shape_elements(&out[k]->shape), 0);
@@ -397,41 +357,41 @@ static void costs_count_window_elements(void **state)
 static void shape_rules_refuse_naming_the_instruction(void **state)
 {
     (void)state;
-    assert_refused("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+    assert_verify_refuses("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
                    "  x = f32[4,4] parameter(0)\n  z = f32[] constant(0)\n"
                    "  ROOT bad_rank = f32[2] reduce-window(x, z), "
                    "window={size=2 stride=2}, to_apply=add\n}\n",
                    "bad_rank", "size= has 1 entries");
-    assert_refused("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+    assert_verify_refuses("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
                    "  x = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
                    "  ROOT wrong = f32[3] reduce-window(x, z), "
                    "window={size=2 stride=2}, to_apply=add\n}\n",
                    "wrong", "f32[2]");
-    assert_refused("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+    assert_verify_refuses("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
                    "  x = f32[4] parameter(0)\n  s = f32[2] parameter(1)\n"
                    "  z = f32[] constant(0)\n"
                    "  ROOT sas = f32[4] select-and-scatter(x, s, z), "
                    "window={size=2}, select=%ge, scatter=%add\n}\n",
                    "sas", "shape of the operand's windows");
-    assert_refused("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
+    assert_verify_refuses("HloModule m\n" COMPUTATIONS "ENTRY e {\n"
                    "  x = f32[4] parameter(0)\n  s = f32[3] parameter(1)\n"
                    "  z = f32[] constant(0)\n"
                    "  ROOT sel = f32[4] select-and-scatter(x, s, z), "
                    "window={size=2}, select=%add, scatter=%add\n}\n",
                    "sel", "must take two f32[] and return pred[]");
-    assert_refused("HloModule m\nENTRY e {\n"
+    assert_verify_refuses("HloModule m\nENTRY e {\n"
                    "  x = f32[2,3] parameter(0)\n  c = f32[3] parameter(1)\n"
                    "  ROOT bn = (f32[2,3], f32[3], f32[3]) "
                    "batch-norm-training(x, c, c), epsilon=0.001, "
                    "feature_index=2\n}\n",
                    "bn", "feature_index=2 is not a dimension");
-    assert_refused("HloModule m\nENTRY e {\n"
+    assert_verify_refuses("HloModule m\nENTRY e {\n"
                    "  x = f32[2,3] parameter(0)\n  c = f32[2] parameter(1)\n"
                    "  ROOT bn2 = (f32[2,3], f32[3], f32[3]) "
                    "batch-norm-training(x, c, c), epsilon=0.001, "
                    "feature_index=1\n}\n",
                    "bn2", "scale f32[2] must be f32[3]");
-    assert_refused("HloModule m\nENTRY e {\n"
+    assert_verify_refuses("HloModule m\nENTRY e {\n"
                    "  x = f32[2,3] parameter(0)\n  c = f32[3] parameter(1)\n"
                    "  ROOT noeps = f32[2,3] batch-norm-inference(x, c, c, c, "
                    "c), feature_index=1\n}\n",
@@ -467,7 +427,7 @@ static void batch_norm_training_and_inference_by_hand(void **state)
                              "epsilon=0, feature_index=1");
     free(printed);
     int n;
-    hs_tensor **out = run(m,
+    hs_tensor **out = run_f32(m,
                           (const float *[]){(const float[]){1, 2, 3, 6},
                                             (const float[]){2, 1},
                                             (const float[]){0, 10}},
@@ -488,7 +448,7 @@ static void batch_norm_variance_survives_a_large_mean(void **state)
     (void)state;
     hs_module *m = parse(bn_text);
     int n;
-    hs_tensor **out = run(m,
+    hs_tensor **out = run_f32(m,
                           (const float *[]){(const float[]){10000, 0, 10002,
                                                             0},
                                             (const float[]){1, 1},
@@ -529,7 +489,7 @@ static hs_tensor **grad_of(const char *fwd_text, int wrt,
     free(text);
     free(text2);
     hs_module_free(again);
-    hs_tensor **out = run(m, data, n_args, n_out);
+    hs_tensor **out = run_f32(m, data, n_args, n_out);
     hs_module_free(m);
     hs_module_free(fm);
     return out;
@@ -541,7 +501,7 @@ static double loss_of(const char *fwd_text, const float *const *data,
 {
     hs_module *fm = parse(fwd_text);
     int n;
-    hs_tensor **out = run(fm, data, n_args, &n);
+    hs_tensor **out = run_f32(fm, data, n_args, &n);
     double v = hs_tensor_f32(out[0])[0];
     hs_tensors_free(out, n);
     hs_module_free(fm);
