@@ -18,8 +18,6 @@ atomics at most in the last bit). Exit 1 on any mismatch.
 """
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
 
@@ -28,6 +26,8 @@ import numpy as np
 sys.dont_write_bytecode = True
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+
+from pool_check import run  # noqa: E402  (pool_run on .npy arguments)
 
 COMPUTATIONS = """
 add {
@@ -257,26 +257,6 @@ def same_bits(a, b):
         a.tobytes() == b.tobytes()
 
 
-def run(pool_run, work, name, text, arrays, n_out, grad=None):
-    d = os.path.join(work, name)
-    os.makedirs(d, exist_ok=True)
-    path = os.path.join(d, "module.hlo")
-    with open(path, "w") as f:
-        f.write(text)
-    files = []
-    for k, a in enumerate(arrays):
-        files.append(os.path.join(d, "arg%d.npy" % k))
-        np.save(files[-1], a)
-    out = os.path.join(d, "out")
-    cmd = [pool_run, path, out]
-    if grad is not None:
-        cmd += ["--grad", ",".join(str(k) for k in grad)]
-    r = subprocess.run(cmd + files, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError("%s: %s" % (name, r.stderr.strip()))
-    return [np.load(os.path.join(out, "out%d.npy" % k)) for k in range(n_out)]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pool-run", required=True)
@@ -299,7 +279,7 @@ def main():
             want = fn(*ts)
             try:
                 got = run(args.pool_run, work, name,
-                          module(params, body, out_dims, False), arrays, 1)[0]
+                          module(params, body, out_dims, False), arrays)[0]
                 if kind == "gather":
                     report(same_bits(got, want.detach().numpy()), name, "forward",
                            "bit for bit")
@@ -313,7 +293,7 @@ def main():
                                                  torch.tensor(g))
                 grads = run(args.pool_run, work, name + ".grad",
                             module(params, body, out_dims, True), arrays + [g],
-                            len(wrt), wrt)
+                            wrt)
                 for k, a, b in zip(wrt, grads, want_grads):
                     err = rel_error(a, b.numpy())
                     report(err <= args.tol, name, "d/d" + params[k][0],
@@ -326,7 +306,7 @@ def main():
         values, indices = fn(*[torch.tensor(a) for a in arrays])
         try:
             got = run(args.pool_run, work, name, module(params, body, None, False),
-                      arrays, 2)
+                      arrays, n_out=2)
         except RuntimeError as e:
             report(False, name, "run", str(e))
             continue

@@ -29,7 +29,7 @@ sys.dont_write_bytecode = True
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from gather_check import run  # noqa: E402  (pool_run on .npy arguments)
+from pool_check import run  # noqa: E402  (pool_run on .npy arguments)
 
 TYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
@@ -122,7 +122,7 @@ def main():
         for make in (conv_case, depthwise_case, batch_norm_case):
             name, text, arrays, fn = make(rng, t)
             try:
-                got = run(args.pool_run, work, name, text, arrays, 1)[0]
+                got = run(args.pool_run, work, name, text, arrays)[0]
             except RuntimeError as e:
                 print("FAIL %s" % e)
                 failed = True

@@ -135,7 +135,10 @@ def rel_error(a, b):
     return diff / scale if scale > 0 else diff
 
 
-def run(pool_run, work, name, text, arrays, grad=None):
+def run(pool_run, work, name, text, arrays, grad=None, n_out=None):
+    """Runs pool_run on text with arrays as .npy arguments (the gradient
+    w.r.t. params `grad`); returns its n_out outputs (default: one per
+    gradient, or one)."""
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, "module.hlo")
@@ -152,7 +155,7 @@ def run(pool_run, work, name, text, arrays, grad=None):
     r = subprocess.run(cmd + files, capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError("%s: %s" % (name, r.stderr.strip()))
-    n = len(grad) if grad is not None else 1
+    n = n_out or (len(grad) if grad is not None else 1)
     return [np.load(os.path.join(out, "out%d.npy" % k)) for k in range(n)]
 
 
