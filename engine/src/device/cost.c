@@ -258,8 +258,10 @@ static void cost_sort(const hs_device_spec *spec, const hs_instruction *in,
     int64_t len = in->n_dims == 1 && in->dims && x->rank
                       ? x->dims[in->dims[0] < x->rank ? in->dims[0] : 0]
                       : 1;
+    /* ceil(log2(len)): the bit length of len - 1 (no doubling loop,
+     * which would overflow for a dimension near 2^63) */
     double levels = 0;
-    for (int64_t w = 1; w < len; w *= 2)
+    for (uint64_t w = len > 1 ? (uint64_t)(len - 1) : 0; w; w >>= 1)
         levels++;
     c->flops = (double)hs_shape_elements(x) * levels;
     c->bytes = operand_bytes(in) + result_bytes(&in->shape);

@@ -408,14 +408,16 @@ hs_status dev_k_scatter(dev_ctx *x, const dev_step *s, dev_val **f,
         r.scalar[k] = &s->callee[0]->comp->params[k]->shape;
     }
     int op = combine_of(s->callee[0]->comp, n);
-    int64_t run = g.n_window ? g.win_size[g.n_window - 1] : 1;
-    if (!st && !(tmp = malloc((size_t)(run ? run : 1) * 8)))
-        st = dev_oom(x);
     int64_t n_batch = 1;
     for (int j = 0; j < g.n_batch; j++)
         n_batch *= g.batch_dims[j];
     if (hs_shape_elements(g.r) == 0)
         n_batch = 0;
+    /* one window row of scratch (none for empty updates, whose window
+     * may be long) */
+    int64_t run = g.n_window && n_batch ? g.win_size[g.n_window - 1] : 1;
+    if (!st && !(tmp = malloc((size_t)(run ? run : 1) * 8)))
+        st = dev_oom(x);
     int64_t G[HS_MAX_RANK] = {0}, start[HS_MAX_RANK];
     int64_t win[HS_MAX_RANK];
     for (int k = 0; k < g.x->rank; k++)

@@ -212,7 +212,10 @@ hs_status dev_k_sort(dev_ctx *x, const dev_step *s, dev_val **f,
         }
         c.es[k] = dev_esize(rs->dtype);
     }
-    /* the permutation, the merge's scratch and the keys */
+    /* the permutation, the merge's scratch and the keys; an empty
+     * operand sorts nothing, however long its sorted dimension */
+    if (hs_shape_elements(sh) == 0)
+        outer = inner = len = 0;
     int64_t *perm = c.st ? NULL : malloc((size_t)(len ? len : 1) * 24);
     if (!c.st && !perm)
         c.st = dev_oom(x);
