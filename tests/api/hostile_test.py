@@ -668,10 +668,10 @@ ATTRS = {
 }
 
 
-# Opcodes whose shape rule takes the written shape (engine/src/ir/infer.c,
-# WRITTEN): their window, dimension numbers and dimensions are kept for
-# analysis and not checked, so a compile answers 200; the emulator has no
-# kernel for them, so a run is refused (4xx).
+# Opcodes whose absurd attributes a compile may answer with 200 or a 4xx
+# naming them and a run must refuse: gather, scatter, convolution and sort
+# now have shape rules that refuse them (engine/src/ir/infer_*.c), all-gather
+# keeps its written shape (WRITTEN) and has no kernel.
 WRITTEN_ONLY = ("gather", "scatter", "convolution", "sort", "all-gather")
 
 
@@ -680,6 +680,11 @@ def attr_is_legal(fam, v, route):
     if fam in ("dynamic-slice.index", "dynamic-update-slice.index", "conditional.branch_index",
                "constant.f32"):
         return True            # indices are clamped as XLA clamps them; floats may be huge
+    if fam in ("gather.ids_value", "scatter.ids_value"):
+        # Start indices out of range are clamped (gather) or their update
+        # windows skipped (scatter), as XLA does; a literal beyond s64 stays
+        # text and is not executable.
+        return route == "compile" or -2**63 <= v < 2**63
     if op in WRITTEN_ONLY or op == "constant" and fam != "constant.f32":
         # Kept as written (a literal out of its type's range stays text and
         # is not executable: documented in docs/HLO_TEXT.md).
