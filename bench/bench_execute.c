@@ -26,6 +26,10 @@ typedef struct bench_case {
     const char *file; /* relative to the source tree */
     int64_t batch;    /* 0 keeps the model's */
     const char *loop;
+    /* NULL keeps the model's element type; "bf16": the model run as
+     * torch_xla runs a bf16 model ("dtype": "bf16", MODEL_FORMAT.md), and
+     * PyTorch eager at bf16 too. */
+    const char *dtype;
 } bench_case;
 
 static int cmp_double(const void *a, const void *b)
@@ -40,6 +44,28 @@ static void die(const char *what, const hs_error *e)
     hs_error_format(e, msg, sizeof msg);
     fprintf(stderr, "bench_execute: %s: %s\n", what, msg);
     exit(1);
+}
+
+/* The model of file, at dtype when given: its description with a
+ * "dtype" key added before the first one. */
+static hs_model *load_case(const char *file, const char *dtype,
+                           const hs_model_options *o, hs_error *e)
+{
+    if (!dtype)
+        return hs_model_load_file(file, o, e);
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return NULL;
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char *brace = strchr(text, '{');
+    if (!brace)
+        return NULL;
+    char with[(1 << 16) + 64];
+    int k = snprintf(with, sizeof with, "{\"dtype\": \"%s\", %s", dtype, brace + 1);
+    return hs_model_load(with, (size_t)k, o, e);
 }
 
 /* Writes input, params and hloscope's output for torch_eager.py. */
@@ -104,9 +130,10 @@ int main(int argc, char **argv)
         iters = 1;
     openblas_set_num_threads(threads);
     const bench_case cases[] = {
-        {"seed_64_linear b=1", "examples/seed_64_linear.json", 1, "unrolled"},
-        {"seed_64_linear b=8", "examples/seed_64_linear.json", 8, "unrolled"},
-        {"decoder_50x256", "examples/decoder_50x256.json", 0, "unrolled"},
+        {"seed_64_linear b=1", "examples/seed_64_linear.json", 1, "unrolled", NULL},
+        {"seed_64_linear b=8", "examples/seed_64_linear.json", 8, "unrolled", NULL},
+        {"decoder_50x256", "examples/decoder_50x256.json", 0, "unrolled", NULL},
+        {"decoder_50x256 bf16", "examples/decoder_50x256.json", 0, "unrolled", "bf16"},
     };
     const hs_device_spec *spec = hs_device_find("tpu-v5p");
     printf("# forward pass, median of %d, %d threads (hloscope: OpenBLAS; PyTorch: torch.set_num_threads,\n"
@@ -119,7 +146,7 @@ int main(int argc, char **argv)
         snprintf(file, sizeof file, "%s/%s", HS_SOURCE_DIR, cases[c].file);
         hs_model_options o = {.batch = cases[c].batch, .loop = cases[c].loop};
         hs_error e;
-        hs_model *m = hs_model_load_file(file, &o, &e);
+        hs_model *m = load_case(file, cases[c].dtype, &o, &e);
         if (!m)
             die(file, &e);
         hs_compile_options co;
@@ -144,8 +171,9 @@ int main(int argc, char **argv)
                 char cmd[8192];
                 snprintf(cmd, sizeof cmd,
                          "OPENBLAS_NUM_THREADS=%d /usr/bin/python3 %s/bench/torch_eager.py "
-                         "%s %s %d %d 2>/dev/null",
-                         blas_threads[k], HS_SOURCE_DIR, file, dir, iters, threads);
+                         "%s %s %d %d %s 2>/dev/null",
+                         blas_threads[k], HS_SOURCE_DIR, file, dir, iters, threads,
+                         cases[c].dtype ? cases[c].dtype : "f32");
                 double t = -1, tb = -1, e2 = -1;
                 FILE *p = popen(cmd, "r");
                 if (p) {
