@@ -57,6 +57,12 @@ static void shape_prints_xla_text_with_layout_and_memory_space(void **state)
     hs_shape sc = hs_shape_scalar(HS_S32);
     hs_shape_print(&sc, true, buf, sizeof buf);
     assert_string_equal(buf, "s32[]");
+    /* Bounded and unbounded dynamic dimensions, as the HLO printer writes
+     * them (before: the unbounded one printed as "<=-1"). */
+    hs_shape dyn = hs_shape_make(HS_F32, 3, (int64_t[]){-1, 8, 4});
+    dyn.dynamic_mask = 3;
+    hs_shape_print(&dyn, false, buf, sizeof buf);
+    assert_string_equal(buf, "f32[?,<=8,4]");
 
     hs_arena *a = hs_arena_new(0);
     hs_shape t = hs_shape_tuple(a, 2, (hs_shape[]){s, sc});

@@ -232,9 +232,14 @@ static void print_shape(const hs_shape *s, bool with_layout, char *buf,
         return;
     }
     put(buf, size, pos, "%s[", hs_dtype_name(s->dtype));
-    for (int i = 0; i < s->rank; i++)
-        put(buf, size, pos, "%s%s%lld", i ? "," : "",
-            (s->dynamic_mask >> i) & 1 ? "<=" : "", (long long)s->dims[i]);
+    for (int i = 0; i < s->rank; i++) {
+        bool dyn = (s->dynamic_mask >> i) & 1;
+        if (dyn && s->dims[i] < 0) /* unbounded, as the HLO printer says it */
+            put(buf, size, pos, "%s?", i ? "," : "");
+        else
+            put(buf, size, pos, "%s%s%lld", i ? "," : "", dyn ? "<=" : "",
+                (long long)s->dims[i]);
+    }
     put(buf, size, pos, "]");
     if (!with_layout || s->rank == 0 || s->dtype == HS_TOKEN)
         return;
