@@ -432,13 +432,17 @@ hs_status dev_k_scatter(dev_ctx *x, const dev_step *s, dev_val **f,
         }
         start_of(&g, idx, i_base, G, start);
         dev_index_next(G, g.batch_dims, g.n_batch);
+        /* A window that does not fit is skipped whole, as XLA's
+         * ScatterExpander does; its start (any s64, e.g. -2^63) is never
+         * turned into an offset. */
         bool valid = true;
-        for (int k = 0; k < g.x->rank; k++) {
+        for (int k = 0; k < g.x->rank; k++)
             valid &= start[k] >= 0 && start[k] <= g.x->dims[k] - win[k];
+        if (!valid)
+            continue;
+        for (int k = 0; k < g.x->rank; k++)
             x_base += start[k] * g.x_strides[k];
-        }
-        if (valid)
-            st = scatter_window(&r, &g, op, x_base, u_base, tmp);
+        st = scatter_window(&r, &g, op, x_base, u_base, tmp);
     }
     free(idx);
     free(tmp);
