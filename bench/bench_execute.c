@@ -54,15 +54,20 @@ static hs_model *load_case(const char *file, const char *dtype,
     if (!dtype)
         return hs_model_load_file(file, o, e);
     FILE *f = fopen(file, "rb");
-    if (!f)
+    if (!f) {
+        hs_error_set(e, HS_ERR_IO, "cannot open %s", file);
         return NULL;
+    }
     static char text[1 << 16];
     size_t n = fread(text, 1, sizeof text - 1, f);
+    bool whole = feof(f);
     fclose(f);
     text[n] = '\0';
     char *brace = strchr(text, '{');
-    if (!brace)
+    if (!whole || !brace) {
+        hs_error_set(e, HS_ERR_INVALID, "%s: not a model description of at most 64 KiB", file);
         return NULL;
+    }
     char with[(1 << 16) + 64];
     int k = snprintf(with, sizeof with, "{\"dtype\": \"%s\", %s", dtype, brace + 1);
     return hs_model_load(with, (size_t)k, o, e);
