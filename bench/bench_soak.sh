@@ -27,7 +27,7 @@ trap cleanup EXIT
       ${SOAK_FLAGS:-} > "$WORK/out" 2> "$WORK/err" &
 SRV_PID=$!
 URL=
-for _ in $(seq 100); do
+for _ in $(seq 600); do # up to 30 s: the layout workers warm up first, slowly under load
     URL=$(sed -n 's#.*\(http://127\.0\.0\.1:[0-9]*\)/.*#\1#p' "$WORK/out")
     [ -n "$URL" ] && break
     sleep 0.05
@@ -98,11 +98,16 @@ PY
 port=${URL##*:}
 # Warm-up: the workers' caches and pools, the allocator's arenas, the LRU.
 wrk -t2 -c64 -d15s -s "$WORK/mix.lua" "$URL" > /dev/null
-rss0=$(rss "$SRV_PID"); all0=$(rss_all)
+# The heap the server holds (hloscope_heap_bytes): flat when nothing leaks,
+# whatever the allocator keeps in RSS.
+heap() { curl -s "$URL/metrics" | awk '/^hloscope_heap_bytes / {print $2}'; }
+rss0=$(rss "$SRV_PID"); all0=$(rss_all); heap0=$(heap)
+kids0=$(for k in $(ps -o pid= --ppid "$SRV_PID"); do echo "$k:$(rss "$k" 2>/dev/null || echo 0)"; done)
 for k in 1 2 3 4; do python3 "$WORK/runs.py" "$port" "$SECS" "$k" > "$WORK/clients.$k" & done
 wrk -t2 -c64 -d"${SECS}s" --latency -s "$WORK/mix.lua" "$URL" > "$WORK/wrk"
 wait $(jobs -p | grep -v "^$SRV_PID\$") 2>/dev/null || true
-rss1=$(rss "$SRV_PID"); all1=$(rss_all)
+rss1=$(rss "$SRV_PID"); all1=$(rss_all); heap1=$(heap)
+kids1=$(for k in $(ps -o pid= --ppid "$SRV_PID"); do echo "$k:$(rss "$k" 2>/dev/null || echo 0)"; done)
 
 awk '
 function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
@@ -113,9 +118,14 @@ function ms(v) { if (v ~ /us$/) return v / 1000; if (v ~ /ms$/) return v + 0;
 END { printf "wrk mix (70%% cached GET, 10%% graph.svg, 20%% distinct compile), 64 connections, %s s\n", "'"$SECS"'";
       printf "  requests %d, %.0f req/s, p50 %.3f ms, p99 %.3f ms, non-2xx %d (%s), %s\n",
              n, rps, p50, p99, bad, st, (err ? err : "socket errors: none") }' "$WORK/wrk"
+# Each child (compile/run workers, the layout server) on its own: a child
+# replaced during the soak shows as gone and new.
+echo "children (pid: RSS KiB) after warm-up: $(echo $kids0) ; at the end: $(echo $kids1)"
 cat "$WORK"/clients.* | awk '{ n += $1; bad += $2; busy += $3; p50 = p50 " " $4; p99 = p99 " " $5 }
     END { printf "4 run clients (examples/mlp forward, distinct seeds): %d runs, 429 %d, other non-200 %d, p50 ms per client:%s, p99:%s\n", n, busy, bad, p50, p99 }'
-awk -v a="$rss0" -v b="$rss1" -v c="$all0" -v d="$all1" 'BEGIN {
+awk -v a="$rss0" -v b="$rss1" -v c="$all0" -v d="$all1" -v h0="${heap0:-0}" -v h1="${heap1:-0}" 'BEGIN {
     printf "RSS server: %.1f -> %.1f MiB (%+.1f%%); server + workers + layout: %.1f -> %.1f MiB (%+.1f%%)\n",
-           a / 1024, b / 1024, 100 * (b - a) / a, c / 1024, d / 1024, 100 * (d - c) / c }'
+           a / 1024, b / 1024, 100 * (b - a) / a, c / 1024, d / 1024, 100 * (d - c) / c
+    if (h0 > 0) printf "heap held by the server: %.1f -> %.1f MiB (%+.1f%%)\n",
+           h0 / 1048576, h1 / 1048576, 100 * (h1 - h0) / h0 }'
 grep -c 'worker crashed' "$WORK/err" | awk '{ printf "worker crashes logged: %d\n", $1 }'

@@ -191,6 +191,15 @@ typedef struct srv_pool srv_pool;
 srv_pool *srv_pool_new(int threads);
 /* Runs fn(arg) on a worker. Returns -1 when the pool is stopping. */
 int srv_pool_submit(srv_pool *p, void (*fn)(void *), void *arg);
+
+/* heap.c: the allocator's settings for a long-running process (called once
+ * at the start of the server's pool and of each worker); gives the free pages
+ * of every malloc arena back to the system, at most once a second (called
+ * when a pooled job ends); the bytes the heap holds (for /metrics; 0 where
+ * the C library cannot say). */
+void srv_heap_configure(void);
+void srv_heap_release(void);
+size_t srv_heap_in_use(void);
 void srv_pool_free(srv_pool *p); /* finishes queued jobs, joins */
 
 /* ------------------------------------------------------------------------ */

@@ -240,11 +240,14 @@ char *srv_metrics_format(srv_metrics *m, const srv *s)
                   "# HELP hloscope_inflight_requests Compiles, runs and renders queued or running.\n"
                   "# TYPE hloscope_inflight_requests gauge\n"
                   "hloscope_inflight_requests %d\n"
+                  "# HELP hloscope_heap_bytes Bytes the server process holds on its heap (malloc).\n"
+                  "# TYPE hloscope_heap_bytes gauge\n"
+                  "hloscope_heap_bytes %zu\n"
                   "# HELP hloscope_uptime_seconds Seconds since the server started.\n"
                   "# TYPE hloscope_uptime_seconds gauge\n"
                   "hloscope_uptime_seconds %.3f\n",
               lru_bytes, lru_entries, hs_compile_cache_size(s->compile_cache),
-              atomic_load(&((srv *)s)->inflight), srv_now() - s->started);
+              atomic_load(&((srv *)s)->inflight), srv_heap_in_use(), srv_now() - s->started);
     if (b.oom) {
         free(b.p);
         return NULL;

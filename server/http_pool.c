@@ -38,11 +38,13 @@ static void *worker_main(void *arg)
         pthread_mutex_unlock(&p->mu);
         j->fn(j->arg);
         free(j);
+        srv_heap_release(); /* what the job freed, back to the system */
     }
 }
 
 srv_pool *srv_pool_new(int threads)
 {
+    srv_heap_configure(); /* before the jobs' allocations start */
     srv_pool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;

@@ -150,6 +150,7 @@ __attribute__((noreturn)) static void worker_main(pid_t parent)
         free(text);
         reply(&out);
         api_outcome_free(&out);
+        srv_heap_release(); /* as the server's pool does (heap.c) */
     }
 }
 

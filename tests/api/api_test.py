@@ -164,6 +164,14 @@ def info_endpoints(s):
                    "hloscope_compile_cache_hits_total", "hloscope_compile_cache_misses_total",
                    "hloscope_render_duration_seconds_count"):
         check(needle in text, "metrics has " + needle, text)
+    # The heap the server holds (mallinfo2): a fresh server's is about half a
+    # MiB (examples, route table, caches), so more than 64 KiB and less than
+    # the process's address space. Under
+    # AddressSanitizer its allocator is not glibc's, and the figure is glibc's.
+    heap = re.search(r"^hloscope_heap_bytes (\d+)$", text, re.M)
+    check(heap is not None, "metrics has hloscope_heap_bytes", text)
+    if not sanitized_binary():
+        check(1 << 16 < int(heap.group(1)) < 1 << 40, "heap bytes plausible", heap.group(1))
 
 
 @test
