@@ -86,7 +86,9 @@ typedef struct hs_pass {
 } hs_pass;
 
 /* X(C identifier, "name", "description"): the built-in passes. Each row
- * has a function hs_pass_<identifier>_run in engine/src/passes/. */
+ * has a function hs_pass_<identifier>_run in engine/src/passes/ (schedule
+ * and buffer-assignment, which run the buffer analysis, in
+ * engine/src/buffers/). */
 #define HS_PASS_LIST(X)                                                     \
     X(verify, "verify", "checks the module; never changes it")             \
     X(simplify, "simplify",                                                \

@@ -1,7 +1,7 @@
 /* context.c - the pass context: deadline and cancellation, checked between
  * passes and inside long loops. */
 #include "hloscope/hs_passes.h"
-#include "passes/passes_internal.h"
+#include "passes/context.h"
 
 void hs_pass_context_init(hs_pass_context *ctx)
 {

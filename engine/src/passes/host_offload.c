@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "passes/host_offload.h"
 #include "passes/passes_internal.h"
 
 static bool target_is(const hs_instruction *i, const char *t)

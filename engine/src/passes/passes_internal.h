@@ -12,10 +12,7 @@
 
 #include "hloscope/hs_ir.h"
 #include "hloscope/hs_passes.h"
-
-/* Checks the deadline every 1024 calls, so that long loops stay cheap. */
-hs_status hs__pass_poll(const hs_pass_context *ctx, int64_t *tick,
-                        hs_error *err);
+#include "passes/context.h"
 
 /* ---- rewriting a computation in one sweep ------------------------------ */
 
@@ -70,10 +67,6 @@ hs_instruction *hs__add_constant(const hs_instruction *like,
 hs_instruction *hs__fold(hs_instruction *i, int64_t max_elements);
 /* Whether op has a folding rule at all (fold.c's table). */
 bool hs__fold_has_rule(hs_opcode op);
-/* host_offload.c: copy-starts right after their operand, copy-dones right
- * before their first use (called by schedule on the order it keeps); true
- * when anything moved. */
-bool hs__place_async_copies(hs_computation *c);
 
 
 #endif

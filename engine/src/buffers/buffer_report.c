@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/buffers_internal.h"
+#include "buffers/buffers_internal.h"
 
 /* A growing malloc'ed string; a failed allocation makes text NULL and
  * every later append a no-op. */

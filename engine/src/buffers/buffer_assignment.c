@@ -10,8 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/buffers_internal.h"
-#include "passes/passes_internal.h"
+#include "buffers/buffers_internal.h"
 
 struct hs_buffer_assignment {
     const hs_module *m;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/buffers_internal.h"
-#include "passes/passes_internal.h"
+#include "buffers/buffers_internal.h"
+#include "passes/context.h"
 
 enum { MAX_CALL_DEPTH = 256 };
 

@@ -27,8 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "passes/buffers_internal.h"
-#include "passes/passes_internal.h"
+#include "buffers/buffers_internal.h"
+#include "passes/context.h"
+#include "passes/host_offload.h"
 
 typedef struct entry {
     int64_t priority;
