@@ -34,201 +34,11 @@
  * State layouts and the residual report are in docs/TRAINING.md.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hloscope/hs_autodiff.h"
-#include "hloscope/hs_scan.h"
-
-typedef enum { E_COUNTER, E_CARRY, E_XS, E_INV, E_ACC } ekind;
-
-typedef struct loopinfo {
-    hs_builder *b; /* the caller's (autodiff's) builder */
-    hs_module *m;
-    hs_autodiff_while *w;
-    const hs_scan_vjp_options *opts;
-    hs_instruction *loop;
-    hs_computation *body, *cond;
-    int n;
-    int64_t N;
-    ekind *kind;
-    int *idx_by_id; /* body instruction id -> position in body->instrs */
-    bool *dep;      /* by body position: depends on a carry (or acc) */
-    /* xs-like elements: the body's dynamic-slices of them */
-    int n_ds, *ds_pos, *ds_elem;
-    /* residuals (body positions) and where each goes */
-    int n_res, *res;
-    /* cheap data movement (broadcast, reshape, transpose, ...) recomputed
-     * in the backward step from residuals rather than saved: by body
-     * position */
-    bool *keep;
-    bool *res_host;
-    /* every residual in report order (save's list), and which of them are
-     * recomputed instead of stacked (placement HS_SCAN_REMAT) */
-    int n_all, *all_pos;
-    bool *all_remat, *all_host;
-    /* reverse-state layout */
-    int n_slots;
-    int *slot_ct;   /* by element: slot of its cotangent (carry, xs, inv acc), -1 */
-    int *slot_val;  /* by element: slot of its forward value (xs, inv), -1 */
-    int *slot_acc;  /* by element: slot of an acc's cotangent, -1 */
-    int slot_stack0; /* first stack slot */
-    int n_stacks;    /* residual stacks (save/offload) or carries (remat) */
-    int *stack_src;  /* body position (residual) or element (remat carry) */
-    int slot_pre0;   /* first prefetch slot (offload), -1 */
-    int *stack_pre;  /* by stack: prefetch slot or -1 */
-    hs_shape *stack_shape; /* per-step shape of each stack */
-    /* Offloaded stacks stored one step late: the last step's residuals,
-     * still on the device after the forward loop (they are the reverse
-     * loop's first prefetched values, never stored), or NULL. */
-    hs_instruction **final_stack;
-    char scope[256];
-} loopinfo;
-
-static hs_status fail(loopinfo *L, hs_error *err, hs_status s,
-                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static hs_status fail(loopinfo *L, hs_error *err, hs_status s,
-                      const char *fmt, ...)
-{
-    char msg[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    hs_error_set(err, s, "scan VJP (%s): %s",
-                 L->loop && L->loop->name ? L->loop->name : "while", msg);
-    return s;
-}
-
-/* remat and remat_offload: the forward loop stacks only the carries
- * entering each step (on the device, or in host memory), and the backward
- * step recomputes the body from them. */
-static bool remat_policy(const loopinfo *L)
-{
-    return L->opts->policy == HS_SCAN_REMAT ||
-           L->opts->policy == HS_SCAN_REMAT_OFFLOAD;
-}
-
-static bool is_gte_of(const hs_instruction *i, const hs_instruction *p, int k)
-{
-    return i->opcode == HS_OP_GET_TUPLE_ELEMENT && i->operands[0] == p &&
-           (k < 0 || i->index == k);
-}
-
-/* ---- analysis of the loop ------------------------------------------------ */
-
-static bool xs_like(loopinfo *L, int k, int *n_ds_out)
-{
-    hs_computation *c = L->body;
-    hs_instruction *P = c->params[0];
-    const hs_shape *e = &P->shape.elems[k];
-    if (e->dtype != HS_F32 || e->rank < 1)
-        return false;
-    int n_ds = 0;
-    for (int a = 0; a < c->n_instrs; a++) {
-        hs_instruction *g = c->instrs[a];
-        if (!is_gte_of(g, P, k))
-            continue;
-        for (int u = 0; u < c->n_instrs; u++) {
-            hs_instruction *y = c->instrs[u];
-            for (int o = 0; o < y->n_operands; o++) {
-                if (y->operands[o] != g)
-                    continue;
-                if (y == c->root && o == k)
-                    continue;
-                if (y->opcode != HS_OP_DYNAMIC_SLICE || o != 0 ||
-                    y->n_dims != e->rank || y->dims[0] != 1)
-                    return false;
-                for (int d = 1; d < e->rank; d++)
-                    if (y->dims[d] != e->dims[d])
-                        return false;
-                n_ds++;
-            }
-        }
-    }
-    *n_ds_out = n_ds;
-    return true;
-}
-
-static hs_status analyse(loopinfo *L, hs_error *err)
-{
-    hs_instruction *loop = L->loop;
-    if (loop->n_called != 2 || loop->shape.dtype != HS_TUPLE)
-        return fail(L, err, HS_ERR_UNSUPPORTED, "not a while over a tuple");
-    L->cond = loop->called[0];
-    L->body = loop->called[1];
-    L->n = loop->shape.n_elems;
-    L->N = loop->known_trip_count;
-    if (L->N <= 0)
-        return fail(L, err, HS_ERR_UNSUPPORTED,
-                    "the trip count is not known; only scan loops (counted, "
-                    "known_trip_count) are differentiated");
-    hs_computation *c = L->body;
-    hs_instruction *P = c->n_params == 1 ? c->params[0] : NULL;
-    hs_instruction *R = c->root;
-    if (!P || !R || R->opcode != HS_OP_TUPLE || R->n_operands != L->n)
-        return fail(L, err, HS_ERR_UNSUPPORTED,
-                    "the body does not return a tuple of its state");
-    const hs_shape *s0 = &loop->shape.elems[0];
-    if (s0->dtype != HS_S32 || s0->rank != 0)
-        return fail(L, err, HS_ERR_UNSUPPORTED,
-                    "state element 0 is not an s32 counter");
-    int n = L->n;
-    L->kind = calloc((size_t)n, sizeof *L->kind);
-    L->idx_by_id = malloc(sizeof(int) * ((size_t)L->m->next_id + 1));
-    L->dep = calloc((size_t)c->n_instrs + 1, sizeof *L->dep);
-    L->ds_pos = calloc((size_t)c->n_instrs + 1, sizeof(int));
-    L->ds_elem = calloc((size_t)c->n_instrs + 1, sizeof(int));
-    if (!L->kind || !L->idx_by_id || !L->dep || !L->ds_pos || !L->ds_elem)
-        return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
-    for (int k = 0; k <= L->m->next_id; k++)
-        L->idx_by_id[k] = -1;
-    for (int k = 0; k < c->n_instrs; k++)
-        L->idx_by_id[c->instrs[k]->id] = k;
-    L->kind[0] = E_COUNTER;
-    for (int k = 1; k < n; k++) {
-        hs_instruction *r = R->operands[k];
-        const hs_shape *e = &loop->shape.elems[k];
-        if (e->dtype == HS_TUPLE)
-            return fail(L, err, HS_ERR_UNSUPPORTED,
-                        "state element %d is a tuple", k);
-        int nds = 0;
-        if (is_gte_of(r, P, k))
-            L->kind[k] = xs_like(L, k, &nds) ? E_XS : E_INV;
-        else if (r->opcode == HS_OP_DYNAMIC_UPDATE_SLICE &&
-                 is_gte_of(r->operands[0], P, k))
-            L->kind[k] = E_ACC;
-        else
-            L->kind[k] = E_CARRY;
-        if (L->kind[k] == E_CARRY && e->dtype != HS_F32)
-            return fail(L, err, HS_ERR_UNSUPPORTED,
-                        "carry %d is %s; only f32 carries are differentiated",
-                        k, hs_dtype_name(e->dtype));
-    }
-    for (int a = 0; a < c->n_instrs; a++) {
-        hs_instruction *y = c->instrs[a];
-        if (y->opcode == HS_OP_GET_TUPLE_ELEMENT && y->operands[0] == P) {
-            ekind k = L->kind[y->index];
-            L->dep[a] = k == E_CARRY || k == E_ACC;
-        } else {
-            for (int o = 0; o < y->n_operands && !L->dep[a]; o++) {
-                int p = L->idx_by_id[y->operands[o]->id];
-                L->dep[a] = p >= 0 && L->dep[p];
-            }
-        }
-        if (y->opcode == HS_OP_DYNAMIC_SLICE &&
-            y->operands[0]->opcode == HS_OP_GET_TUPLE_ELEMENT &&
-            y->operands[0]->operands[0] == P &&
-            L->kind[y->operands[0]->index] == E_XS &&
-            L->w->active[y->operands[0]->index]) {
-            L->ds_pos[L->n_ds] = a;
-            L->ds_elem[L->n_ds++] = (int)y->operands[0]->index;
-        }
-    }
-    return HS_OK;
-}
+#include "scan/scan_vjp_internal.h"
 
 /* ---- building blocks --------------------------------------------------- */
 
@@ -241,14 +51,6 @@ static hs_instruction *zeros(hs_builder *b, const hs_shape *s)
     return hs_b_broadcast(b, z, &t, NULL, 0);
 }
 
-static hs_shape stacked(const hs_shape *s, int64_t n)
-{
-    int64_t d[HS_MAX_RANK];
-    d[0] = n;
-    for (int k = 0; k < s->rank && k + 1 < HS_MAX_RANK; k++)
-        d[k + 1] = s->dims[k];
-    return hs_shape_make(s->dtype, s->rank + 1, d);
-}
 
 static hs_instruction *annotate(hs_builder *b, hs_instruction *x, bool host)
 {
@@ -338,9 +140,9 @@ static const char *fresh_name(hs_module *m, const char *base, char *buf,
  * values; reads[body position] (or NULL) replace residuals. Fills next[]
  * (the next reverse state) and, for the analysis, *fwd_hi (the position
  * after the inlined forward copies) and map (body position -> copy). */
-static bool reverse_step(loopinfo *L, hs_builder *rb, hs_instruction **slot,
-                         hs_instruction **reads, hs_instruction **next,
-                         hs_instruction **map, int *fwd_hi)
+bool hs__svjp_reverse_step(loopinfo *L, hs_builder *rb, hs_instruction **slot,
+                           hs_instruction **reads, hs_instruction **next,
+                           hs_instruction **map, int *fwd_hi)
 {
     int n = L->n;
     hs_computation *rc = hs_builder_computation(rb);
@@ -491,360 +293,6 @@ static bool reverse_step(loopinfo *L, hs_builder *rb, hs_instruction **slot,
     free(wrt);
     free(grads);
     return root != NULL && hs_builder_ok(rb);
-}
-
-/* ---- reverse-state layout -------------------------------------------------- */
-
-static bool layout(loopinfo *L)
-{
-    int n = L->n;
-    L->slot_ct = malloc(sizeof(int) * (size_t)n);
-    L->slot_val = malloc(sizeof(int) * (size_t)n);
-    L->slot_acc = malloc(sizeof(int) * (size_t)n);
-    if (!L->slot_ct || !L->slot_val || !L->slot_acc)
-        return false;
-    int s = 1;
-    for (int k = 0; k < n; k++) {
-        L->slot_ct[k] = L->slot_val[k] = L->slot_acc[k] = -1;
-        bool act = L->w->active[k];
-        if (L->kind[k] == E_CARRY ||
-            ((L->kind[k] == E_XS || L->kind[k] == E_INV) && act &&
-             L->loop->shape.elems[k].dtype == HS_F32))
-            L->slot_ct[k] = s++;
-    }
-    for (int k = 0; k < n; k++)
-        if (L->kind[k] == E_XS || L->kind[k] == E_INV)
-            L->slot_val[k] = s++;
-    for (int k = 0; k < n; k++)
-        if (L->kind[k] == E_ACC && L->w->cotangent[k])
-            L->slot_acc[k] = s++;
-    L->slot_stack0 = s;
-    s += L->n_stacks;
-    L->slot_pre0 = s;
-    for (int t = 0; t < L->n_stacks; t++) {
-        L->stack_pre[t] = -1;
-        if (L->res_host[t] && !L->opts->no_prefetch)
-            L->stack_pre[t] = s++;
-    }
-    L->n_slots = s;
-    return true;
-}
-
-static hs_shape slot_shape(const loopinfo *L, int s)
-{
-    if (s == 0)
-        return hs_shape_scalar(HS_S32);
-    for (int k = 0; k < L->n; k++)
-        if (L->slot_ct[k] == s || L->slot_val[k] == s || L->slot_acc[k] == s)
-            return hs_shape_make(L->loop->shape.elems[k].dtype,
-                                 L->loop->shape.elems[k].rank,
-                                 L->loop->shape.elems[k].dims);
-    for (int t = 0; t < L->n_stacks; t++) {
-        if (s == L->slot_stack0 + t)
-            return stacked(&L->stack_shape[t], L->N);
-        if (s == L->stack_pre[t])
-            return L->stack_shape[t];
-    }
-    return hs_shape_scalar(HS_S32);
-}
-
-/* ---- residuals ------------------------------------------------------------ */
-
-static bool name_matches(const char *op_name, const char *want)
-{
-    if (!op_name || !want || !want[0])
-        return false;
-    /* Against the whole op_name, and without its first component
-     * ("layers.(*)/attn/q_proj" is also "attn/q_proj"). */
-    for (int pass = 0; pass < 2; pass++) {
-        const char *s = op_name;
-        if (pass == 1) {
-            s = strchr(op_name, '/');
-            if (!s)
-                return false;
-            s++;
-        }
-        size_t n = strlen(want);
-        if (strncmp(s, want, n) == 0 && (s[n] == 0 || s[n] == '/'))
-            return true;
-    }
-    return false;
-}
-
-static bool cheap(const hs_instruction *y)
-{
-    switch (y->opcode) {
-    case HS_OP_BROADCAST: case HS_OP_RESHAPE: case HS_OP_BITCAST:
-    case HS_OP_TRANSPOSE: case HS_OP_CONVERT:
-        return true;
-    default:
-        return false;
-    }
-}
-
-/* A residual that is a broadcast (or reshape, transpose) of another value
- * is recomputed from that value: a broadcast row of norms is saved as the
- * row, not as the full activation it is broadcast to. */
-static void cheap_recompute(loopinfo *L)
-{
-    hs_computation *body = L->body;
-    bool *in_r = calloc((size_t)body->n_instrs + 1, sizeof *in_r);
-    if (!in_r || !L->keep) {
-        free(in_r);
-        return;
-    }
-    for (int r = 0; r < L->n_res; r++)
-        in_r[L->res[r]] = true;
-    /* Later positions first: an operand is always earlier. */
-    for (int p = body->n_instrs - 1; p >= 0; p--) {
-        const hs_instruction *y = body->instrs[p];
-        if (!in_r[p] || !cheap(y))
-            continue;
-        const hs_instruction *x = y->operands[0];
-        int q = L->idx_by_id[x->id];
-        if (q < 0 || x->shape.dtype == HS_TUPLE ||
-            x->opcode == HS_OP_PARAMETER ||
-            hs_shape_bytes(&x->shape) > hs_shape_bytes(&y->shape))
-            continue;
-        in_r[p] = false;
-        L->keep[p] = true;
-        if (L->dep[q])
-            in_r[q] = true;
-    }
-    L->n_res = 0;
-    for (int p = 0; p < body->n_instrs; p++)
-        if (in_r[p])
-            L->res[L->n_res++] = p;
-    free(in_r);
-}
-
-/* Whether residual y (body position p) can be recomputed in the backward
- * step: every carry-dependent operand is stacked or recomputed itself. */
-static bool can_remat(const loopinfo *L, int p, const bool *stacked_at)
-{
-    const hs_instruction *y = L->body->instrs[p];
-    if (y->shape.dtype == HS_TUPLE || y->n_called > 0 ||
-        y->opcode == HS_OP_PARAMETER || y->opcode == HS_OP_RNG)
-        return false;
-    for (int o = 0; o < y->n_operands; o++) {
-        int q = L->idx_by_id[y->operands[o]->id];
-        if (q < 0)
-            return false;
-        if (L->dep[q] && !stacked_at[q] && !L->keep[q])
-            return false;
-    }
-    return true;
-}
-
-/* Where each residual goes: the policy, the offload list, then the
- * per-residual placement; the stacks are the residuals not recomputed. */
-static void place_residuals(loopinfo *L)
-{
-    const hs_scan_vjp_options *o = L->opts;
-    hs_computation *body = L->body;
-    int base = o->cursor ? *o->cursor : 0;
-    bool *stacked_at = calloc((size_t)body->n_instrs + 1, sizeof *stacked_at);
-    L->n_all = L->n_res;
-    for (int r = 0; r < L->n_res; r++) {
-        const hs_instruction *y = body->instrs[L->res[r]];
-        bool host = o->policy == HS_SCAN_OFFLOAD;
-        for (int q = 0; !host && q < o->n_offload; q++)
-            host = name_matches(y->op_name, o->offload[q]);
-        int k = base + r;
-        if (o->placement && k < o->n_placement)
-            host = o->placement[k] == HS_SCAN_OFFLOAD;
-        L->all_pos[r] = L->res[r];
-        L->all_host[r] = host;
-        if (stacked_at)
-            stacked_at[L->res[r]] = true;
-    }
-    /* Recomputed residuals, in program order, so that a chain of them
-     * ends at stacked values. */
-    for (int r = 0; stacked_at && o->placement && r < L->n_res; r++) {
-        int k = base + r;
-        if (k >= o->n_placement || o->placement[k] != HS_SCAN_REMAT)
-            continue;
-        stacked_at[L->res[r]] = false;
-        if (can_remat(L, L->res[r], stacked_at)) {
-            L->all_remat[r] = true;
-            L->all_host[r] = false;
-            L->keep[L->res[r]] = true;
-        } else {
-            stacked_at[L->res[r]] = true;
-        }
-    }
-    free(stacked_at);
-    if (o->cursor)
-        *o->cursor = base + L->n_res;
-    int n = 0;
-    for (int r = 0; r < L->n_all; r++) {
-        if (L->all_remat[r])
-            continue;
-        const hs_instruction *y = body->instrs[L->all_pos[r]];
-        L->res[n] = L->all_pos[r];
-        L->res_host[n] = L->all_host[r];
-        L->stack_src[n] = L->all_pos[r];
-        L->stack_shape[n] = hs_shape_make(y->shape.dtype, y->shape.rank,
-                                          y->shape.dims);
-        n++;
-    }
-    L->n_res = L->n_stacks = n;
-}
-
-/* Builds the reverse step in a scratch module and lists the carry-dependent
- * forward values the VJP reads. */
-static hs_status find_residuals(loopinfo *L, hs_error *err)
-{
-    hs_computation *body = L->body;
-    size_t cap = (size_t)(body->n_instrs > L->n ? body->n_instrs : L->n) + 1;
-    L->res = calloc(cap, sizeof(int));
-    L->res_host = calloc(cap, sizeof(bool));
-    L->stack_src = calloc(cap, sizeof(int));
-    L->stack_pre = calloc(cap, sizeof(int));
-    L->stack_shape = calloc(cap, sizeof(hs_shape));
-    L->keep = calloc(cap, sizeof(bool));
-    L->all_pos = calloc(cap, sizeof(int));
-    L->all_remat = calloc(cap, sizeof(bool));
-    L->all_host = calloc(cap, sizeof(bool));
-    if (!L->res || !L->res_host || !L->stack_src || !L->stack_pre ||
-        !L->stack_shape || !L->keep || !L->all_pos || !L->all_remat ||
-        !L->all_host)
-        return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
-    if (remat_policy(L)) {
-        for (int k = 1; k < L->n; k++)
-            if (L->kind[k] == E_CARRY) {
-                L->res_host[L->n_stacks] =
-                    L->opts->policy == HS_SCAN_REMAT_OFFLOAD;
-                L->stack_src[L->n_stacks] = k;
-                L->stack_shape[L->n_stacks++] = hs_shape_make(
-                    HS_F32, L->loop->shape.elems[k].rank,
-                    L->loop->shape.elems[k].dims);
-            }
-        return HS_OK;
-    }
-    hs_module *sm = hs_module_new("scan_vjp_analysis");
-    hs_builder *sb = sm ? hs_builder_new(sm, "step", true) : NULL;
-    hs_instruction **map = calloc((size_t)body->n_instrs + 1, sizeof *map);
-    if (!sb || !map || !layout(L)) {
-        hs_builder_free(sb);
-        hs_module_free(sm);
-        free(map);
-        return hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
-    }
-    hs_builder_push_scope(sb, L->scope);
-    hs_instruction **slot = calloc((size_t)L->n_slots + 1, sizeof *slot);
-    hs_instruction **next = calloc((size_t)L->n_slots + 1, sizeof *next);
-    for (int s = 0; slot && s < L->n_slots; s++) {
-        hs_shape sh = slot_shape(L, s);
-        slot[s] = hs_b_parameter(sb, s, &sh, NULL);
-    }
-    int hi = 0;
-    bool ok = slot && next && reverse_step(L, sb, slot, NULL, next, map, &hi);
-    hs_status st = HS_OK;
-    if (!ok) {
-        st = hs_error_set(err, hs_builder_error(sb)->status
-                                   ? hs_builder_error(sb)->status
-                                   : HS_ERR_NOMEM,
-                          "scan VJP: %s", hs_builder_error(sb)->message);
-    } else {
-        hs_computation *sc = hs_builder_computation(sb);
-        int n_ids = sm->next_id;
-        int *pos_of = malloc(sizeof(int) * ((size_t)n_ids + 1));
-        bool *used = calloc((size_t)n_ids + 1, sizeof *used);
-        if (!pos_of || !used) {
-            st = hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
-        } else {
-            for (int q = hi; q < sc->n_instrs; q++)
-                for (int o = 0; o < sc->instrs[q]->n_operands; o++)
-                    used[sc->instrs[q]->operands[o]->id] = true;
-            for (int s = 0; s < L->n_slots; s++)
-                if (next[s])
-                    used[next[s]->id] = true;
-            for (int p = 0; p < body->n_instrs; p++) {
-                hs_instruction *cp = map[p];
-                if (!cp || !L->dep[p] || !used[cp->id] ||
-                    body->instrs[p]->opcode == HS_OP_PARAMETER)
-                    continue;
-                if (cp->shape.dtype == HS_TUPLE) {
-                    st = fail(L, err, HS_ERR_UNSUPPORTED,
-                              "the backward step reads tuple %s",
-                              body->instrs[p]->name);
-                    break;
-                }
-                L->res[L->n_res++] = p;
-            }
-            cheap_recompute(L);
-        }
-        free(pos_of);
-        free(used);
-    }
-    hs_builder_free(sb);
-    hs_module_free(sm);
-    free(map);
-    free(slot);
-    free(next);
-    free(L->slot_ct);
-    free(L->slot_val);
-    free(L->slot_acc);
-    L->slot_ct = L->slot_val = L->slot_acc = NULL;
-    if (st != HS_OK)
-        return st;
-    place_residuals(L);
-    return HS_OK;
-}
-
-static void report(loopinfo *L)
-{
-    hs_scan_vjp_report *r = L->opts->report;
-    if (!r)
-        return;
-    r->n_loops++;
-    if (!remat_policy(L)) {
-        for (int a = 0; a < L->n_all; a++) {
-            const hs_instruction *y = L->body->instrs[L->all_pos[a]];
-            int64_t bytes = hs_shape_bytes(&y->shape);
-            if (L->all_remat[a])
-                ;
-            else if (L->all_host[a])
-                r->host_bytes += bytes * L->N;
-            else
-                r->device_bytes += bytes * L->N;
-            if (r->n_residuals >= HS_SCAN_REPORT_MAX)
-                continue;
-            hs_scan_residual_info *ri = &r->residuals[r->n_residuals++];
-            snprintf(ri->name, sizeof ri->name, "%s",
-                     y->op_name ? y->op_name : y->name);
-            snprintf(ri->opcode, sizeof ri->opcode, "%s",
-                     hs_opcode_name(y->opcode));
-            hs_shape_print(&y->shape, false, ri->shape, sizeof ri->shape);
-            ri->bytes = bytes;
-            ri->steps = L->N;
-            ri->host = L->all_host[a];
-            ri->remat = L->all_remat[a];
-        }
-        return;
-    }
-    for (int s = 0; s < L->n_stacks; s++) {
-        bool host = L->res_host[s];
-        int64_t bytes = hs_shape_bytes(&L->stack_shape[s]);
-        if (host)
-            r->host_bytes += bytes * L->N;
-        else
-            r->device_bytes += bytes * L->N;
-        if (r->n_residuals >= HS_SCAN_REPORT_MAX)
-            continue;
-        hs_scan_residual_info *ri = &r->residuals[r->n_residuals++];
-        const hs_instruction *y =
-            remat_policy(L) ? NULL : L->body->instrs[L->stack_src[s]];
-        snprintf(ri->name, sizeof ri->name, "%s",
-                 y ? (y->op_name ? y->op_name : y->name) : "carry");
-        snprintf(ri->opcode, sizeof ri->opcode, "%s",
-                 y ? hs_opcode_name(y->opcode) : "carry");
-        hs_shape_print(&L->stack_shape[s], false, ri->shape, sizeof ri->shape);
-        ri->bytes = bytes;
-        ri->steps = L->N;
-        ri->host = host;
-    }
 }
 
 /* ---- the forward loop that saves --------------------------------------- */
@@ -1042,7 +490,7 @@ static hs_status reverse_loop(loopinfo *L, hs_instruction *fw, hs_error *err)
     if (!el || !slot || !next || !reads || !map || !init)
         goto out;
     for (int s = 0; s < S; s++)
-        el[s] = slot_shape(L, s);
+        el[s] = hs__svjp_slot_shape(L, s);
     hs_shape sh = hs_shape_tuple(m->arena, S, el);
     bool remat = remat_policy(L);
     /* body */
@@ -1067,7 +515,7 @@ static hs_status reverse_loop(loopinfo *L, hs_instruction *fw, hs_error *err)
                                   &L->stack_shape[s], L->res_host[s]);
     }
     int hi = 0;
-    bool ok = reverse_step(L, rb, slot, remat ? NULL : reads, next, map, &hi);
+    bool ok = hs__svjp_reverse_step(L, rb, slot, remat ? NULL : reads, next, map, &hi);
     /* Prefetch: the next step's residuals move to the device while this
      * step computes (clamped at the last step). */
     for (int s = 0; ok && s < L->n_stacks; s++) {
@@ -1183,10 +631,10 @@ hs_status hs_scan_while_vjp(hs_builder *b, hs_autodiff_while *w, void *user,
     hs_error_clear(err);
     const char *sc = hs_builder_scope(b);
     snprintf(L.scope, sizeof L.scope, "%s", sc && sc[0] ? sc : "backward/scan");
-    hs_status st = analyse(&L, err);
+    hs_status st = hs__svjp_analyse(&L, err);
     if (st == HS_OK)
-        st = find_residuals(&L, err);
-    if (st == HS_OK && !layout(&L))
+        st = hs__svjp_find_residuals(&L, err);
+    if (st == HS_OK && !hs__svjp_layout(&L))
         st = hs_error_set(err, HS_ERR_NOMEM, "scan VJP: out of host memory");
     hs_instruction *fw = st == HS_OK ? forward_loop(&L, err) : NULL;
     if (st == HS_OK && !fw)
@@ -1194,7 +642,7 @@ hs_status hs_scan_while_vjp(hs_builder *b, hs_autodiff_while *w, void *user,
     if (st == HS_OK)
         st = reverse_loop(&L, fw, err);
     if (st == HS_OK)
-        report(&L);
+        hs__svjp_report(&L);
     free_info(&L);
     return st;
 }
