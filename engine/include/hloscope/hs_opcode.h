@@ -10,9 +10,10 @@
  * those tables (SHAPE_E in ir/infer.c, KERNEL_E in device/kernel_table.c,
  * COST_E in device/cost.c, FOLD_E in passes/fold.c) and its own VJP rule
  * (VJP_E in autodiff/vjp_table.c); a float unary op (UNARY_FLOAT,
- * UNARY_ANY) has one line of scalar functions in numerics/element_ops.h
- * and one derivative in autodiff/vjp_elementwise.c. A missing entry does
- * not compile. docs/ARCHITECTURE.md, "Adding an opcode", walks through it.
+ * UNARY_ANY) and a float binary op (BINARY_ANY) have one line of scalar
+ * functions in numerics/element_ops.h and one derivative in
+ * autodiff/vjp_elementwise.c. A missing entry does not compile.
+ * docs/ARCHITECTURE.md, "Adding an opcode", walks through it.
  */
 #ifndef HLOSCOPE_HS_OPCODE_H
 #define HLOSCOPE_HS_OPCODE_H
@@ -184,6 +185,16 @@ enum {
 enum {
 #define HS_X(e, n, a, c, f) +HS_IS_FLOAT_UNARY_FAMILY(HS_FAM_##f)
     HS_N_FLOAT_UNARY = 0 HS_OPCODE_LIST(HS_X)
+#undef HS_X
+};
+
+/* How many opcodes are float binary ops: family BINARY_ANY, whose float
+ * operands take a float function (numerics/element_ops.h) and a
+ * derivative (autodiff/vjp_elementwise.c). */
+#define HS_IS_FLOAT_BINARY_FAMILY(fam) ((int)(fam) == (int)HS_FAM_BINARY_ANY)
+enum {
+#define HS_X(e, n, a, c, f) +HS_IS_FLOAT_BINARY_FAMILY(HS_FAM_##f)
+    HS_N_FLOAT_BINARY = 0 HS_OPCODE_LIST(HS_X)
 #undef HS_X
 };
 

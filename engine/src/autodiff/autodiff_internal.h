@@ -88,6 +88,9 @@ hs_instruction *hs__ad_transpose(hs_builder *b, hs_instruction *x,
 void hs__vjp_unary(hs_vjp *v, hs_instruction *y);
 void hs__vjp_convert(hs_vjp *v, hs_instruction *y);
 void hs__vjp_binary(hs_vjp *v, hs_instruction *y);
+/* Whether a float binary op's derivative line (vjp_elementwise.c) gives
+ * it one. */
+bool hs__vjp_binary_differentiable(hs_opcode op);
 void hs__vjp_select(hs_vjp *v, hs_instruction *y);
 void hs__vjp_clamp(hs_vjp *v, hs_instruction *y);
 

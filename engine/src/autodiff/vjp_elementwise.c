@@ -114,87 +114,107 @@ static hs_instruction *winner_share(hs_builder *b, hs_direction dir,
 }
 
 /* y = x^z: d/dx = z x^(z-1) (0 where z = 0, as PyTorch), d/dz = y log x
- * (0 where x = 0, as JAX). */
-static void vjp_power(hs_vjp *v, hs_instruction *y, hs_instruction *gy)
+ * (0 where x = 0, as JAX); each times the cotangent gy. */
+static hs_instruction *power_gx(hs_builder *b, hs_instruction *x,
+                                hs_instruction *z, hs_instruction *gy)
 {
-    hs_builder *b = hs__vjp_builder(v);
-    hs_instruction *x = y->operands[0], *z = y->operands[1];
-    if (hs__vjp_active(v, x)) {
-        hs_instruction *d = MUL(b, z,
-                                hs_b_binary(b, HS_OP_POWER, x,
-                                            hs__ad_scalar_op(b, HS_OP_SUBTRACT,
-                                                             z, 1.0f)));
-        hs_instruction *z0 =
-            hs_b_compare(b, HS_DIR_EQ, z, hs__ad_zeros(b, &z->shape));
-        d = hs_b_select(b, z0, hs__ad_zeros(b, &z->shape), d);
-        hs__vjp_acc(v, x, MUL(b, gy, d));
-    }
-    if (hs__vjp_active(v, z)) {
-        hs_instruction *x0 =
-            hs_b_compare(b, HS_DIR_EQ, x, hs__ad_zeros(b, &x->shape));
-        hs_instruction *safe =
-            hs_b_select(b, x0, hs__ad_fill(b, 1.0f, &x->shape), x);
-        hs__vjp_acc(v, z, MUL(b, gy, MUL(b, y, hs_b_unary(b, HS_OP_LOG, safe))));
+    hs_instruction *d = MUL(b, z,
+                            hs_b_binary(b, HS_OP_POWER, x,
+                                        hs__ad_scalar_op(b, HS_OP_SUBTRACT,
+                                                         z, 1.0f)));
+    hs_instruction *z0 =
+        hs_b_compare(b, HS_DIR_EQ, z, hs__ad_zeros(b, &z->shape));
+    d = hs_b_select(b, z0, hs__ad_zeros(b, &z->shape), d);
+    return MUL(b, gy, d);
+}
+
+static hs_instruction *power_gz(hs_builder *b, hs_instruction *x,
+                                hs_instruction *y, hs_instruction *gy)
+{
+    hs_instruction *x0 =
+        hs_b_compare(b, HS_DIR_EQ, x, hs__ad_zeros(b, &x->shape));
+    hs_instruction *safe =
+        hs_b_select(b, x0, hs__ad_fill(b, 1.0f, &x->shape), x);
+    return MUL(b, gy, MUL(b, y, hs_b_unary(b, HS_OP_LOG, safe)));
+}
+
+/* The cotangents of every float binary op y = op(x, z) (hs_opcode.h's
+ * family BINARY_ANY), one line each: D(E, s, cotangent of x, cotangent
+ * of z), in terms of the cotangent gy, the operands x and z, the result y,
+ * the builder b and s, a part both share that is built once before them
+ * (NONE: nothing shared). A cotangent is built only when its operand is
+ * active. N(E): not differentiable, so reaching it is an error naming the
+ * instruction (hs__vjp_rule gives it no rule). Forgetting an op, naming
+ * an op of another family or naming one twice does not compile. */
+#define NONE NULL
+#define NEG(e) hs_b_unary(b, HS_OP_NEGATE, e)
+#define HS_FLOAT_BINARY_DERIVATIVES(D, N)                                  \
+    D(ADD, NONE, gy, gy)                                                   \
+    D(SUBTRACT, NONE, gy, NEG(gy))                                         \
+    D(MULTIPLY, NONE, MUL(b, gy, z), MUL(b, gy, x))                        \
+    /* y = x / z: dy/dz = -x / z^2 = -y / z */                             \
+    D(DIVIDE, NONE, DIV(b, gy, z), NEG(DIV(b, MUL(b, gy, y), z)))          \
+    D(MAXIMUM, MUL(b, gy, winner_share(b, HS_DIR_GT, x, z)), s, SUB(b, gy, s)) \
+    D(MINIMUM, MUL(b, gy, winner_share(b, HS_DIR_LT, x, z)), s, SUB(b, gy, s)) \
+    D(POWER, NONE, power_gx(b, x, z, gy), power_gz(b, x, y, gy))           \
+    N(REMAINDER) /* JAX's rule (gy, -gy trunc(x / z)) is not written yet */ \
+    /* atan2(x, z): (z, -x) / (x^2 + z^2) */                               \
+    D(ATAN2, hs__ad_bin(b, HS_OP_ADD, MUL(b, x, x), MUL(b, z, z)),         \
+      DIV(b, MUL(b, gy, z), s), NEG(DIV(b, MUL(b, gy, x), s)))
+
+#define BINARY_DERIVATIVE_ONE(E, ...) +1
+_Static_assert(0 HS_FLOAT_BINARY_DERIVATIVES(BINARY_DERIVATIVE_ONE,
+                                             BINARY_DERIVATIVE_ONE) ==
+                   HS_N_FLOAT_BINARY,
+               "a float binary op of hs_opcode.h (family BINARY_ANY) has "
+               "no line in HS_FLOAT_BINARY_DERIVATIVES");
+#define BINARY_DERIVATIVE_MEMBER(E, ...)                                   \
+    _Static_assert(HS_IS_FLOAT_BINARY_FAMILY(HS_FAMILY_OF_##E),            \
+                   #E " has a derivative line but is not a float binary op");
+HS_FLOAT_BINARY_DERIVATIVES(BINARY_DERIVATIVE_MEMBER, BINARY_DERIVATIVE_MEMBER)
+
+bool hs__vjp_binary_differentiable(hs_opcode op)
+{
+    switch (op) {
+#define DIFFERENTIABLE_CASE(E, ...) case HS_OP_##E: return true;
+#define NOT_DIFFERENTIABLE_CASE(E) case HS_OP_##E: return false;
+        HS_FLOAT_BINARY_DERIVATIVES(DIFFERENTIABLE_CASE,
+                                    NOT_DIFFERENTIABLE_CASE)
+#undef DIFFERENTIABLE_CASE
+#undef NOT_DIFFERENTIABLE_CASE
+    default: return false;
     }
 }
 
+/* The rule of every float binary op (vjp_table.c gives it to the whole
+ * family). */
 void hs__vjp_binary(hs_vjp *v, hs_instruction *y)
 {
     hs_builder *b = hs__vjp_builder(v);
     hs_instruction *gy = hs__vjp_cotangent(v, y);
     hs_instruction *x = y->operands[0], *z = y->operands[1];
     bool ax = hs__vjp_active(v, x), az = hs__vjp_active(v, z);
+    if (y->opcode == HS_OP_MULTIPLY && x == z) {
+        /* a square: one product instead of two */
+        hs__vjp_acc(v, x, MUL(b, hs__ad_scalar_op(b, HS_OP_MULTIPLY, gy, 2.0f),
+                              x));
+        return;
+    }
+    hs_instruction *s = NULL;
+    (void)s;
     switch (y->opcode) {
-    case HS_OP_ADD:
-        hs__vjp_acc(v, x, gy);
-        hs__vjp_acc(v, z, gy);
+#define COTANGENTS_CASE(E, S, GX, GZ)                                      \
+    case HS_OP_##E:                                                        \
+        s = S;                                                             \
+        if (ax)                                                            \
+            hs__vjp_acc(v, x, GX);                                         \
+        if (az)                                                            \
+            hs__vjp_acc(v, z, GZ);                                         \
         return;
-    case HS_OP_SUBTRACT:
-        hs__vjp_acc(v, x, gy);
-        if (az)
-            hs__vjp_acc(v, z, hs_b_unary(b, HS_OP_NEGATE, gy));
-        return;
-    case HS_OP_MULTIPLY:
-        if (x == z) { /* a square: one product instead of two */
-            hs__vjp_acc(v, x, MUL(b, hs__ad_scalar_op(b, HS_OP_MULTIPLY, gy,
-                                                      2.0f),
-                                  x));
-            return;
-        }
-        if (ax)
-            hs__vjp_acc(v, x, MUL(b, gy, z));
-        if (az)
-            hs__vjp_acc(v, z, MUL(b, gy, x));
-        return;
-    case HS_OP_DIVIDE: /* y = x / z: dy/dz = -x / z^2 = -y / z */
-        if (ax)
-            hs__vjp_acc(v, x, DIV(b, gy, z));
-        if (az)
-            hs__vjp_acc(v, z,
-                        hs_b_unary(b, HS_OP_NEGATE, DIV(b, MUL(b, gy, y), z)));
-        return;
-    case HS_OP_MAXIMUM:
-    case HS_OP_MINIMUM: {
-        hs_direction dir = y->opcode == HS_OP_MAXIMUM ? HS_DIR_GT : HS_DIR_LT;
-        hs_instruction *gx = MUL(b, gy, winner_share(b, dir, x, z));
-        if (ax)
-            hs__vjp_acc(v, x, gx);
-        if (az)
-            hs__vjp_acc(v, z, SUB(b, gy, gx));
-        return;
-    }
-    case HS_OP_POWER:
-        vjp_power(v, y, gy);
-        return;
-    case HS_OP_ATAN2: { /* atan2(x, z): (z, -x) / (x^2 + z^2) */
-        hs_instruction *r = hs__ad_bin(b, HS_OP_ADD, MUL(b, x, x), MUL(b, z, z));
-        if (ax)
-            hs__vjp_acc(v, x, DIV(b, MUL(b, gy, z), r));
-        if (az)
-            hs__vjp_acc(v, z,
-                        hs_b_unary(b, HS_OP_NEGATE, DIV(b, MUL(b, gy, x), r)));
-        return;
-    }
+#define NO_COTANGENTS_CASE(E)
+        HS_FLOAT_BINARY_DERIVATIVES(COTANGENTS_CASE, NO_COTANGENTS_CASE)
+#undef COTANGENTS_CASE
+#undef NO_COTANGENTS_CASE
     default:
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
                      "autodiff: no derivative for %s (instruction %s)",

@@ -1,12 +1,12 @@
 /* vjp_table.c - the VJP rule of every opcode, indexed by hs_opcode.
  *
  * The table is generated from HS_OPCODE_LIST (hs_opcode.h): each opcode E
- * takes its rule from the macro VJP_E below, or, for a float unary op,
- * from its family (hs__vjp_unary with the op's line in vjp_elementwise.c's
- * derivative list), so adding an opcode without deciding how it is
- * differentiated does not compile. NULL means "not
- * differentiable": reaching it with a cotangent is an error naming the
- * instruction. Leaves (parameter, constant, iota) have no operands to hand
+ * takes its rule from the macro VJP_E below, or, for a float unary or
+ * binary op, from its family (hs__vjp_unary, hs__vjp_binary, with the
+ * op's line in vjp_elementwise.c's derivative lists), so adding an
+ * opcode without deciding how it is differentiated does not compile.
+ * NULL means "not differentiable": reaching it with a cotangent is an
+ * error naming the instruction. Leaves (parameter, constant, iota) have no operands to hand
  * a cotangent to, and ops with integer or pred results (compare, and, not,
  * iota, ...) are never active, so their NULL never shows. */
 #include "autodiff/autodiff_internal.h"
@@ -19,15 +19,8 @@
 #define VJP_NOT NULL
 #define VJP_CONVERT hs__vjp_convert
 #define VJP_BITCAST_CONVERT NULL
-/* element-wise binary */
-#define VJP_ADD hs__vjp_binary
-#define VJP_SUBTRACT hs__vjp_binary
-#define VJP_MULTIPLY hs__vjp_binary
-#define VJP_DIVIDE hs__vjp_binary
-#define VJP_MAXIMUM hs__vjp_binary
-#define VJP_MINIMUM hs__vjp_binary
-#define VJP_POWER hs__vjp_binary
-#define VJP_REMAINDER NULL
+/* element-wise binary (a float binary op, family BINARY_ANY, takes the
+ * family's rule) */
 #define VJP_AND NULL
 #define VJP_OR NULL
 #define VJP_XOR NULL
@@ -37,7 +30,6 @@
 #define VJP_SHIFT_RIGHT_ARITHMETIC NULL
 #define VJP_POPCNT NULL
 #define VJP_CLZ NULL
-#define VJP_ATAN2 hs__vjp_binary
 #define VJP_IS_FINITE NULL
 #define VJP_REDUCE_PRECISION NULL /* JAX's rule (the cotangent reduced
                                      the same way) is not written yet */
@@ -94,13 +86,14 @@
 #define VJP_REPLICA_ID NULL
 #define VJP_UNKNOWN NULL
 
-/* A float unary op's rule is the family's, with its derivative in
- * vjp_elementwise.c's list; every other opcode has its own VJP_E above. */
+/* A float unary or binary op's rule is the family's, with its derivative
+ * in vjp_elementwise.c's lists; every other opcode has its own VJP_E
+ * above. */
 #define VJP_OF_FAMILY_OWN(e) VJP_##e
 #define VJP_OF_FAMILY_UNARY_ANY(e) hs__vjp_unary
 #define VJP_OF_FAMILY_UNARY_FLOAT(e) hs__vjp_unary
 #define VJP_OF_FAMILY_UNARY_LOGICAL(e) VJP_##e
-#define VJP_OF_FAMILY_BINARY_ANY(e) VJP_##e
+#define VJP_OF_FAMILY_BINARY_ANY(e) hs__vjp_binary
 #define VJP_OF_FAMILY_BINARY_LOGICAL(e) VJP_##e
 
 static const hs_vjp_rule vjp_table[HS_OP_COUNT] = {
@@ -111,7 +104,12 @@ static const hs_vjp_rule vjp_table[HS_OP_COUNT] = {
 
 hs_vjp_rule hs__vjp_rule(hs_opcode op)
 {
-    return (unsigned)op < HS_OP_COUNT ? vjp_table[op] : NULL;
+    if ((unsigned)op >= HS_OP_COUNT)
+        return NULL;
+    /* A float binary op whose derivative line says it has none (N(E)). */
+    if (vjp_table[op] == hs__vjp_binary && !hs__vjp_binary_differentiable(op))
+        return NULL;
+    return vjp_table[op];
 }
 
 bool hs_autodiff_has_rule(hs_opcode op) { return hs__vjp_rule(op) != NULL; }

@@ -123,7 +123,23 @@ DEFINE_UNARY_INT_LOOP(unary_s64_loop, int64_t)
         VLOOP(n, y[i] = FN(OP, a[i], b[i]));                               \
         break;
 
-#define DEFINE_BINARY_LOOP(NAME, T, FN, ARITH, BITS)                       \
+/* Every float binary op (numerics/element_ops.h's list): a loop of the
+ * scalar function. */
+#define MAP_FLOAT_BINARY(E, F32, F64) MAP2(HS_OP_##E, binary_f32)
+ELEM bool binary_f32_loop(hs_opcode op, const float *restrict a,
+                          const float *restrict b, float *restrict y,
+                          int64_t n)
+{
+    switch (op) {
+        HS_FLOAT_BINARY_FUNCTIONS(MAP_FLOAT_BINARY)
+    default: return false;
+    }
+    return true;
+}
+
+/* The integer and pred loops: the arithmetic ops (not on pred) and the
+ * bitwise ones; shifts go through the wide loops. */
+#define DEFINE_BINARY_LOOP(NAME, T, FN, ARITH)                             \
     ELEM bool NAME(hs_opcode op, const T *restrict a, const T *restrict b, \
                      T *restrict y, int64_t n)                             \
     {                                                                      \
@@ -133,6 +149,9 @@ DEFINE_UNARY_INT_LOOP(unary_s64_loop, int64_t)
             MAP2(HS_OP_MULTIPLY, FN)                                       \
             MAP2(HS_OP_MAXIMUM, FN)                                        \
             MAP2(HS_OP_MINIMUM, FN)                                        \
+            MAP2(HS_OP_AND, FN)                                            \
+            MAP2(HS_OP_OR, FN)                                             \
+            MAP2(HS_OP_XOR, FN)                                            \
         case HS_OP_DIVIDE: case HS_OP_POWER: case HS_OP_REMAINDER:         \
             if (!(ARITH))                                                  \
                 return false;                                              \
@@ -143,31 +162,13 @@ DEFINE_UNARY_INT_LOOP(unary_s64_loop, int64_t)
             default: break;                                                \
             }                                                              \
             break;                                                         \
-        case HS_OP_AND: case HS_OP_OR: case HS_OP_XOR:                     \
-            if (!(BITS))                                                   \
-                return false;                                              \
-            switch (op) {                                                  \
-                MAP2(HS_OP_AND, FN)                                        \
-                MAP2(HS_OP_OR, FN)                                         \
-                MAP2(HS_OP_XOR, FN)                                        \
-            default: break;                                                \
-            }                                                              \
-            break;                                                         \
         default: return false;                                             \
         }                                                                  \
         return true;                                                       \
     }
-
-/* Bitwise ops on floats are not HLO; binary_f32 is never asked for them. */
-static inline __attribute__((always_inline)) float
-binary_f32_nobits(hs_opcode op, float a, float b)
-{
-    return binary_f32(op, a, b);
-}
-DEFINE_BINARY_LOOP(binary_f32_loop, float, binary_f32_nobits, true, false)
-DEFINE_BINARY_LOOP(binary_s32_loop, int32_t, binary_s32, true, true)
-DEFINE_BINARY_LOOP(binary_s64_loop, int64_t, binary_s64, true, true)
-DEFINE_BINARY_LOOP(binary_pred_loop, uint8_t, binary_pred, false, true)
+DEFINE_BINARY_LOOP(binary_s32_loop, int32_t, binary_s32, true)
+DEFINE_BINARY_LOOP(binary_s64_loop, int64_t, binary_s64, true)
+DEFINE_BINARY_LOOP(binary_pred_loop, uint8_t, binary_pred, false)
 
 /* ---- kernels ---------------------------------------------------------- */
 

@@ -13,31 +13,37 @@
 #include "numerics/element_ops.h"
 #include "numerics/element_types.h"
 
-/* Every opcode the wide loops know, to specialise a loop per opcode:
- * SPECIALISE(CALL) expands to a switch calling CALL(constant opcode). */
+/* Every opcode of the unary (binary) element-wise families, generated
+ * from hs_opcode.h's list, to specialise a loop per opcode:
+ * SPECIALISE_UNARY(CALL) expands to a switch calling CALL(constant
+ * opcode), so a new op of a family is specialised without a line here
+ * (CALL is the macro each use defines before expanding it). */
 #define SPECIALISE_CASE(E, CALL)                                           \
     case HS_OP_##E:                                                        \
         CALL(HS_OP_##E);                                                   \
         break;
-#define SPECIALISE_FLOAT_UNARY(E, F32, F64) SPECIALISE_CASE(E, CALL)
+#define SPECIALISE_OF_OWN(E, CALL)
+#define SPECIALISE_OF_UNARY_ANY(E, CALL) SPECIALISE_CASE(E, CALL)
+#define SPECIALISE_OF_UNARY_FLOAT(E, CALL) SPECIALISE_CASE(E, CALL)
+#define SPECIALISE_OF_UNARY_LOGICAL(E, CALL) SPECIALISE_CASE(E, CALL)
+#define SPECIALISE_OF_BINARY_ANY(E, CALL)
+#define SPECIALISE_OF_BINARY_LOGICAL(E, CALL)
+#define SPECIALISE_UNARY_OP(e, n, a, c, f) SPECIALISE_OF_##f(e, CALL)
 #define SPECIALISE_UNARY(CALL)                                             \
     switch (op) {                                                          \
-        HS_FLOAT_UNARY_FUNCTIONS(SPECIALISE_FLOAT_UNARY)                   \
-        SPECIALISE_CASE(NOT, CALL) SPECIALISE_CASE(POPCNT, CALL)           \
-        SPECIALISE_CASE(CLZ, CALL)                                         \
+        HS_OPCODE_LIST(SPECIALISE_UNARY_OP)                                \
     default: CALL(op); break;                                              \
     }
+#define SPECIALISE_BINARY_OF_OWN(E, CALL)
+#define SPECIALISE_BINARY_OF_UNARY_ANY(E, CALL)
+#define SPECIALISE_BINARY_OF_UNARY_FLOAT(E, CALL)
+#define SPECIALISE_BINARY_OF_UNARY_LOGICAL(E, CALL)
+#define SPECIALISE_BINARY_OF_BINARY_ANY(E, CALL) SPECIALISE_CASE(E, CALL)
+#define SPECIALISE_BINARY_OF_BINARY_LOGICAL(E, CALL) SPECIALISE_CASE(E, CALL)
+#define SPECIALISE_BINARY_OP(e, n, a, c, f) SPECIALISE_BINARY_OF_##f(e, CALL)
 #define SPECIALISE_BINARY(CALL)                                            \
     switch (op) {                                                          \
-        SPECIALISE_CASE(ADD, CALL) SPECIALISE_CASE(SUBTRACT, CALL)         \
-        SPECIALISE_CASE(MULTIPLY, CALL) SPECIALISE_CASE(DIVIDE, CALL)      \
-        SPECIALISE_CASE(MAXIMUM, CALL) SPECIALISE_CASE(MINIMUM, CALL)      \
-        SPECIALISE_CASE(POWER, CALL) SPECIALISE_CASE(REMAINDER, CALL)      \
-        SPECIALISE_CASE(AND, CALL) SPECIALISE_CASE(OR, CALL)               \
-        SPECIALISE_CASE(XOR, CALL) SPECIALISE_CASE(ATAN2, CALL)            \
-        SPECIALISE_CASE(SHIFT_LEFT, CALL)                                  \
-        SPECIALISE_CASE(SHIFT_RIGHT_LOGICAL, CALL)                         \
-        SPECIALISE_CASE(SHIFT_RIGHT_ARITHMETIC, CALL)                      \
+        HS_OPCODE_LIST(SPECIALISE_BINARY_OP)                               \
     default: CALL(op); break;                                              \
     }
 

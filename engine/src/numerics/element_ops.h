@@ -57,33 +57,6 @@ static inline bool unary_defined(hs_opcode op, hs_dtype t)
     }
 }
 
-/* A binary element-wise opcode (add ... xor, the shifts, atan2) on its
- * element type. */
-static inline bool binary_defined(hs_opcode op, hs_dtype t)
-{
-    elem_class c = elem_class_of(t);
-    bool is_float = c == ELEM_F32 || c == ELEM_F64;
-    bool is_int = c == ELEM_SINT || c == ELEM_UINT;
-    if (c == ELEM_NONE)
-        return false;
-    switch (op) {
-    case HS_OP_ADD: case HS_OP_SUBTRACT: case HS_OP_MULTIPLY:
-    case HS_OP_MAXIMUM: case HS_OP_MINIMUM:
-        return true;
-    case HS_OP_DIVIDE: case HS_OP_POWER: case HS_OP_REMAINDER:
-        return c != ELEM_PRED;
-    case HS_OP_AND: case HS_OP_OR: case HS_OP_XOR:
-        return !is_float;
-    case HS_OP_SHIFT_LEFT: case HS_OP_SHIFT_RIGHT_LOGICAL:
-    case HS_OP_SHIFT_RIGHT_ARITHMETIC:
-        return is_int;
-    case HS_OP_ATAN2:
-        return is_float;
-    default:
-        return false;
-    }
-}
-
 /* ---- unary ------------------------------------------------------------ */
 
 /* The float functions of every float unary op (hs_opcode.h's families
@@ -232,25 +205,93 @@ ELEM uint8_t unary_pred(hs_opcode op, uint8_t v)
 
 /* ---- binary ----------------------------------------------------------- */
 
-/* f32 and f64 alike; XLA's maximum and minimum propagate NaN. */
-#define DEFINE_BINARY_FLOAT(NAME, T, POW, FMOD, ATAN2)                     \
-    ELEM T NAME(hs_opcode op, T a, T b)                                    \
-    {                                                                      \
-        switch (op) {                                                      \
-        case HS_OP_ADD: return a + b;                                      \
-        case HS_OP_SUBTRACT: return a - b;                                 \
-        case HS_OP_MULTIPLY: return a * b;                                 \
-        case HS_OP_DIVIDE: return a / b;                                   \
-        case HS_OP_MAXIMUM: return (a > b || a != a) ? a : b;              \
-        case HS_OP_MINIMUM: return (a < b || a != a) ? a : b;              \
-        case HS_OP_POWER: return POW(a, b);                                \
-        case HS_OP_REMAINDER: return FMOD(a, b);                           \
-        case HS_OP_ATAN2: return ATAN2(a, b);                              \
-        default: return a;                                                 \
-        }                                                                  \
+/* The float functions of every float binary op (hs_opcode.h's family
+ * BINARY_ANY), one line each: X(E, f32 of a and b, f64 of a and b), the
+ * same C expression at both widths where it can be. XLA's maximum and
+ * minimum propagate NaN. binary_f32 / binary_f64 below (the folder's and
+ * every loop's element function), the device's f32 loops
+ * (device/kernels_elementwise.c) and the wide loops of every other float
+ * type (numerics/element_loops.c) are generated from this list, so a new
+ * op takes this one line here; forgetting it, naming an op of another
+ * family or naming one twice does not compile. */
+#define HS_FLOAT_BINARY_FUNCTIONS(X)                                       \
+    X(ADD, a + b, a + b)                                                   \
+    X(SUBTRACT, a - b, a - b)                                              \
+    X(MULTIPLY, a * b, a * b)                                              \
+    X(DIVIDE, a / b, a / b)                                                \
+    X(MAXIMUM, (a > b || a != a) ? a : b, (a > b || a != a) ? a : b)       \
+    X(MINIMUM, (a < b || a != a) ? a : b, (a < b || a != a) ? a : b)       \
+    X(POWER, powf(a, b), pow(a, b))                                        \
+    X(REMAINDER, fmodf(a, b), fmod(a, b))                                  \
+    X(ATAN2, atan2f(a, b), atan2(a, b))
+
+#define HS__FLOAT_BINARY_ONE(E, F32, F64) +1
+_Static_assert(0 HS_FLOAT_BINARY_FUNCTIONS(HS__FLOAT_BINARY_ONE) ==
+                   HS_N_FLOAT_BINARY,
+               "a float binary op of hs_opcode.h (family BINARY_ANY) has "
+               "no line in HS_FLOAT_BINARY_FUNCTIONS");
+#define HS__FLOAT_BINARY_MEMBER(E, F32, F64)                               \
+    _Static_assert(HS_IS_FLOAT_BINARY_FAMILY(HS_FAMILY_OF_##E),            \
+                   #E " is in HS_FLOAT_BINARY_FUNCTIONS but its family in " \
+                   "hs_opcode.h is not BINARY_ANY");
+HS_FLOAT_BINARY_FUNCTIONS(HS__FLOAT_BINARY_MEMBER)
+#undef HS__FLOAT_BINARY_ONE
+#undef HS__FLOAT_BINARY_MEMBER
+
+/* A binary element-wise opcode (add ... xor, the shifts, atan2) on its
+ * element type: on floats, the ops of HS_FLOAT_BINARY_FUNCTIONS above;
+ * on integers and pred, the ops their functions (binary_s32 ...
+ * binary_pred, shift_elem) have a case for. */
+static inline bool binary_defined(hs_opcode op, hs_dtype t)
+{
+    elem_class c = elem_class_of(t);
+    if (c == ELEM_F32 || c == ELEM_F64) {
+        switch (op) {
+#define HS__CASE(E, F32, F64) case HS_OP_##E:
+            HS_FLOAT_BINARY_FUNCTIONS(HS__CASE)
+#undef HS__CASE
+            return true;
+        default: return false;
+        }
     }
-DEFINE_BINARY_FLOAT(binary_f32, float, powf, fmodf, atan2f)
-DEFINE_BINARY_FLOAT(binary_f64, double, pow, fmod, atan2)
+    if (c == ELEM_NONE)
+        return false;
+    bool is_int = c == ELEM_SINT || c == ELEM_UINT;
+    switch (op) {
+    case HS_OP_ADD: case HS_OP_SUBTRACT: case HS_OP_MULTIPLY:
+    case HS_OP_MAXIMUM: case HS_OP_MINIMUM:
+    case HS_OP_AND: case HS_OP_OR: case HS_OP_XOR:
+        return true;
+    case HS_OP_DIVIDE: case HS_OP_POWER: case HS_OP_REMAINDER:
+    case HS_OP_SHIFT_LEFT: case HS_OP_SHIFT_RIGHT_LOGICAL:
+    case HS_OP_SHIFT_RIGHT_ARITHMETIC:
+        return is_int;
+    default:
+        return false;
+    }
+}
+
+ELEM float binary_f32(hs_opcode op, float a, float b)
+{
+    switch (op) {
+#define HS__CASE(E, F32, F64)                                              \
+    case HS_OP_##E: return F32;
+        HS_FLOAT_BINARY_FUNCTIONS(HS__CASE)
+#undef HS__CASE
+    default: return a; /* not a float op: binary_defined says so */
+    }
+}
+
+ELEM double binary_f64(hs_opcode op, double a, double b)
+{
+    switch (op) {
+#define HS__CASE(E, F32, F64)                                              \
+    case HS_OP_##E: return F64;
+        HS_FLOAT_BINARY_FUNCTIONS(HS__CASE)
+#undef HS__CASE
+    default: return a;
+    }
+}
 
 static inline int64_t ipow(int64_t base, int64_t e)
 {
