@@ -36,9 +36,12 @@ while read -r room pres; do
   all_room_prefixes="$all_room_prefixes $pres"
 done <<<"$rows"
 
-# Every identifier the public headers declare (a superset is fine: the
-# question is only whether an hs_ name is in the public API).
-public=$(cat engine/include/hloscope/*.h | grep -o '\bhs_[A-Za-z0-9_]*' | sort -u)
+# Every hs_ identifier the public headers declare, macros expanded (the
+# passes' hs_pass_<id>_run are generated from HS_PASS_LIST); a superset
+# is fine: the question is only whether an hs_ name is public.
+public=$(for h in engine/include/hloscope/*.h; do
+           ${CC:-cc} -E -P -I engine/include "$h"
+         done | grep -o '\bhs_[A-Za-z0-9_]*' | sort -u)
 
 has_prefix() { # name "pre1_ pre2_"
   local p

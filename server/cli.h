@@ -12,10 +12,10 @@
 
 enum { HS_EXIT_OK = 0, HS_EXIT_RUNTIME = 1, HS_EXIT_USAGE = 2 };
 
-int hs_cli_compile(int argc, char **argv);
-int hs_cli_run(int argc, char **argv);
-int hs_cli_devices(int argc, char **argv);
-int hs_cli_whatif(int argc, char **argv);
+int cli_compile(int argc, char **argv);
+int cli_run(int argc, char **argv);
+int cli_devices(int argc, char **argv);
+int cli_whatif(int argc, char **argv);
 
 /* ---- shared by the commands (cli_args.c, cli_program.c) ---- */
 

@@ -109,7 +109,7 @@ static int compile_one(const cli_args *a, int module, json_t *json,
     return HS_EXIT_OK;
 }
 
-int hs_cli_compile(int argc, char **argv)
+int cli_compile(int argc, char **argv)
 {
     cli_args a;
     int rc = cli_parse_args(argc, argv, &a, false);

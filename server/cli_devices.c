@@ -5,7 +5,7 @@
 #include "cli.h"
 #include "hloscope/hs_device.h"
 
-int hs_cli_devices(int argc, char **argv)
+int cli_devices(int argc, char **argv)
 {
     if (argc > 0 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
         cli_usage("devices", stdout);

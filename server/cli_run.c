@@ -107,7 +107,7 @@ static void print_summary(const hs_program *p, hs_tensor **outputs, int n_output
            (long long)st->peak_device_bytes, (long long)st->peak_host_bytes);
 }
 
-int hs_cli_run(int argc, char **argv)
+int cli_run(int argc, char **argv)
 {
     cli_args a;
     int rc = cli_parse_args(argc, argv, &a, true);

@@ -175,7 +175,7 @@ static int write_rerolled(const char *path, const hs_whatif *w)
     return ok ? HS_EXIT_OK : HS_EXIT_RUNTIME;
 }
 
-int hs_cli_whatif(int argc, char **argv)
+int cli_whatif(int argc, char **argv)
 {
     whatif_args a;
     int rc = parse(argc, argv, &a);

@@ -255,7 +255,7 @@ struct srv {
     double started;            /* CLOCK_MONOTONIC seconds */
 };
 
-int hs_cli_serve(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 /* Serves a file of the browser explorer for a GET no route matches. */
 bool srv_static_reply(const srv *s, const char *method, const char *url, srv_reply *rp);
 double srv_now(void);

@@ -772,7 +772,7 @@ static void srv_free(srv *s)
     api_flights_free(s->flights);
 }
 
-int hs_cli_serve(int argc, char **argv)
+int cli_serve(int argc, char **argv)
 {
     static srv s; /* lives for the whole process */
     srv_config_defaults(&s.cfg);

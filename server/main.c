@@ -53,15 +53,15 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "compile") == 0)
-        return hs_cli_compile(argc - 2, argv + 2);
+        return cli_compile(argc - 2, argv + 2);
     if (strcmp(cmd, "run") == 0)
-        return hs_cli_run(argc - 2, argv + 2);
+        return cli_run(argc - 2, argv + 2);
     if (strcmp(cmd, "devices") == 0)
-        return hs_cli_devices(argc - 2, argv + 2);
+        return cli_devices(argc - 2, argv + 2);
     if (strcmp(cmd, "whatif") == 0)
-        return hs_cli_whatif(argc - 2, argv + 2);
+        return cli_whatif(argc - 2, argv + 2);
     if (strcmp(cmd, "serve") == 0)
-        return hs_cli_serve(argc - 2, argv + 2);
+        return cli_serve(argc - 2, argv + 2);
     fprintf(stderr, "hloscope: unknown command '%s'\n", cmd);
     usage(stderr);
     return HS_EXIT_USAGE;

@@ -121,7 +121,7 @@ static bool valid_param_name(const char *s)
 {
     if (strchr(s, '.') == NULL)
         return valid_identifier(s);
-    return hs_valid_module_path(s, 200);
+    return hs__valid_module_path(s, 200);
 }
 
 static bool add_name(js_walker *w, names *ns, const char *name,
@@ -250,7 +250,7 @@ static bool parse_params(js_walker *w, const json_t *obj, hs_arena *a,
         if (ok) {
             int64_t cap = limits->max_tensor_elements;
             for (int i = 0; i < rank; i++)
-                n = hs_mul_capped(n, dims[i], cap);
+                n = hs__mul_capped(n, dims[i], cap);
             if (n > cap)
                 ok = js_fail(w, HS_ERR_LIMIT, "shape",
                              "the param has more than %lld elements (limit "
@@ -363,7 +363,7 @@ static bool shape_attr_fits(js_walker *w, const hs_graph_op *g,
 {
     int64_t n = 1;
     for (int i = 0; i < g->n_shape; i++)
-        n = hs_mul_capped(n, g->shape[i], cap);
+        n = hs__mul_capped(n, g->shape[i], cap);
     if (n <= cap)
         return true;
     return js_fail(w, HS_ERR_LIMIT, "shape",
@@ -454,7 +454,7 @@ static bool parse_attrs(js_walker *w, const json_t *op, hs_arena *a,
         case HS_OP_CONVOLUTION:
         case HS_OP_REDUCE_WINDOW:
         case HS_OP_BATCH_NORM_INFERENCE:
-            ok = hs_vision_attrs_parse(w, at, a, g);
+            ok = hs__vision_attrs_parse(w, at, a, g);
             break;
         default:
             break;
@@ -514,8 +514,8 @@ static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
     return ok;
 }
 
-bool hs_graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
-                         const hs_model_limits *limits, hs_block *blk)
+bool hs__graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                          const hs_model_limits *limits, hs_block *blk)
 {
     const json_t *ps = json_object_get(obj, "params");
     const json_t *ops = json_object_get(obj, "ops");

@@ -49,8 +49,8 @@ static hs_instruction *entry_get(hs_param_source *self, hs_builder *b,
     hs_instruction *p = hs_b_parameter(b, ep->next, shape, name);
     if (!p)
         return NULL;
-    if (!hs_param_list_add(&ep->list, ep->arena, name, shape, ep->next, kind,
-                           bound, values)) {
+    if (!hs__param_list_add(&ep->list, ep->arena, name, shape, ep->next, kind,
+                            bound, values)) {
         hs_builder_fail(b, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
@@ -119,7 +119,7 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
     entry_source src = {.base = {entry_get},
                         .ep = {.arena = m->arena, .next = 1}};
     hs_trace t;
-    hs_trace_init(&t, b, &src.base);
+    hs__trace_init(&t, b, &src.base);
     t.max_elements = max_elements;
     t.dtype = d->dtype;
     hs_instruction *x = hs_b_parameter(b, 0, &d->input_shape, "x");
@@ -130,12 +130,12 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
         while (k + run < d->n_layers && d->layers[k + run] == d->layers[k])
             run++;
         if (d->loop == HS_LOOP_SCAN && run >= 2)
-            x = hs_trace_scanned(&t, &src.ep, d->layers[k], k,
-                                 &d->layer_names[k], run, x);
+            x = hs__trace_scanned(&t, &src.ep, d->layers[k], k,
+                                  &d->layer_names[k], run, x);
         else
             for (int r = 0; r < run && x; r++)
-                x = hs_trace_layer(&t, d->layers[k + r],
-                                   &d->layer_names[k + r], x);
+                x = hs__trace_layer(&t, d->layers[k + r],
+                                    &d->layer_names[k + r], x);
         k += run;
     }
     if (!x && hs_builder_ok(b))
@@ -150,7 +150,7 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
             if (!err->path[0])
                 snprintf(err->path, sizeof err->path, "%s", t.fail_path);
         }
-        hs_entry_params_free(&src.ep);
+        hs__entry_params_free(&src.ep);
         return false;
     }
     const hs_param_list *l = &src.ep.list;
@@ -166,7 +166,7 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
         memcpy(m->stacks, src.ep.stacks,
                (size_t)m->n_stacks * sizeof *m->stacks);
     m->n_args = (int)src.ep.next;
-    hs_entry_params_free(&src.ep);
+    hs__entry_params_free(&src.ep);
     if (!m->params || !m->stacks)
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     for (int i = 0; i < m->n_params; i++)
@@ -261,14 +261,14 @@ static hs_tensor *draw_target(const hs_model *m)
 static bool draw_data(hs_model *m, hs_error *err)
 {
     m->input = hs_tensor_new(&m->input_shape);
-    if (!m->input || !hs_stacks_materialize(m->stacks, m->n_stacks) ||
-        !hs_params_materialize(m->seed, m->params, m->n_params, m->stacks))
+    if (!m->input || !hs__stacks_materialize(m->stacks, m->n_stacks) ||
+        !hs__params_materialize(m->seed, m->params, m->n_params, m->stacks))
         return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     if (m->input_shape.dtype == HS_S32) {
         if (!fill_indices(m->seed, "input", m->desc->input_ids, m->input))
             return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     } else if (m->input_shape.dtype != HS_F32) {
-        if (!hs_fill_narrow(m->input, m->seed, NULL))
+        if (!hs__fill_narrow(m->input, m->seed, NULL))
             return fail(err, HS_ERR_NOMEM, NULL, "out of host memory");
     } else {
         hs_model_fill_uniform(m->seed, "input", -1, 1,
@@ -309,7 +309,7 @@ static hs_model *load_root(const json_t *root, const hs_model_options *opts,
         hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
-    bool ok = hs_model_desc_parse(root, opts, limits, m->arena, m->desc, err);
+    bool ok = hs__model_desc_parse(root, opts, limits, m->arena, m->desc, err);
     if (ok) {
         copy_settings(m, m->desc);
         ok = trace_forward(m, m->desc, limits->max_tensor_elements, err) &&
@@ -375,7 +375,7 @@ void hs_model_free(hs_model *m)
 {
     if (!m)
         return;
-    hs_params_release(m->params, m->n_params);
+    hs__params_release(m->params, m->n_params);
     for (int i = 0; i < m->n_stacks; i++)
         hs_tensor_free(m->stacks[i].value);
     hs_tensor_free(m->input);

@@ -13,18 +13,18 @@ static const char *const k_block_names[] = {
 #undef HS_X
     NULL};
 
-const char *hs_block_type_name(hs_block_type t)
+const char *hs__block_type_name(hs_block_type t)
 {
     return (t >= 0 && t < HS_BLOCK_COUNT) ? k_block_names[t] : "?";
 }
 
-bool hs_block_is_activation(hs_block_type t)
+bool hs__block_is_activation(hs_block_type t)
 {
     return t == HS_BLOCK_RELU || t == HS_BLOCK_GELU || t == HS_BLOCK_SILU ||
            t == HS_BLOCK_TANH || t == HS_BLOCK_SIGMOID;
 }
 
-bool hs_block_is_vision(hs_block_type t)
+bool hs__block_is_vision(hs_block_type t)
 {
     return t >= HS_BLOCK_CONV2D && t <= HS_BLOCK_HARDSWISH;
 }
@@ -43,7 +43,7 @@ static bool nomem(desc_parser *p)
     return js_fail(&p->w, HS_ERR_NOMEM, NULL, "out of host memory");
 }
 
-int64_t hs_mul_capped(int64_t a, int64_t b, int64_t cap)
+int64_t hs__mul_capped(int64_t a, int64_t b, int64_t cap)
 {
     if (a == 0 || b == 0)
         return 0;
@@ -57,7 +57,7 @@ static bool parse_block_list(desc_parser *p, const json_t *arr,
                              const hs_block ***out, int *n_out,
                              int64_t *count, hs_layer_name **names);
 
-size_t hs_layer_name_format(const hs_layer_name *n, char *buf, size_t size)
+size_t hs__layer_name_format(const hs_layer_name *n, char *buf, size_t size)
 {
     int len;
     if (n->index < 0)
@@ -211,10 +211,10 @@ static bool parse_block_fields(desc_parser *p, const json_t *obj,
         blk->activation = idx == 1 ? HS_BLOCK_RELU : HS_BLOCK_COUNT;
         return true;
     case HS_BLOCK_GRAPH:
-        return hs_graph_desc_parse(w, obj, p->a, p->limits, blk);
+        return hs__graph_desc_parse(w, obj, p->a, p->limits, blk);
     default:
-        return hs_block_is_vision(blk->type)
-                   ? hs_vision_desc_parse(w, obj, blk)
+        return hs__block_is_vision(blk->type)
+                   ? hs__vision_desc_parse(w, obj, blk)
                    : true;
     }
 }
@@ -267,7 +267,7 @@ static const char *const k_repeat_keys[] = {"repeat", "block", "module",
                                             NULL};
 static const char *const k_nested_repeat_keys[] = {"repeat", "block", NULL};
 
-bool hs_valid_module_path(const char *s, size_t max_len)
+bool hs__valid_module_path(const char *s, size_t max_len)
 {
     if (strlen(s) > max_len)
         return false;
@@ -301,7 +301,7 @@ static const char *parse_module(desc_parser *p, const json_t *e, bool *ok)
         *ok = false;
         return NULL;
     }
-    if (m && !hs_valid_module_path(m, HS_LAYER_NAME_MAX)) {
+    if (m && !hs__valid_module_path(m, HS_LAYER_NAME_MAX)) {
         *ok = js_fail(&p->w, HS_ERR_INVALID, "module",
                       "expected a module path (names of letters, digits and "
                       "'_' joined by '.', at most %d long, or \"\" for the "
@@ -367,7 +367,7 @@ static bool name_layers(desc_parser *p, const json_t *arr,
             else
                 v[k] = (hs_layer_name){modules[i], repeat ? c : -1};
             char full[HS_LAYER_NAME_MAX + 32];
-            hs_layer_name_format(&v[k], full, sizeof full);
+            hs__layer_name_format(&v[k], full, sizeof full);
             /* The root module may appear around a scan (its blocks have
              * their own parameter names); any other name only once. */
             if (full[0] && hs__name_index_get(&ix, full) >= 0) {
@@ -425,7 +425,7 @@ static bool parse_block_list(desc_parser *p, const json_t *arr,
             return false;
         }
         n_expanded += copies[i] > max ? max + 1 : copies[i];
-        total += hs_mul_capped(copies[i], each, max);
+        total += hs__mul_capped(copies[i], each, max);
         if (total > max || n_expanded > max) {
             js_fail(w, HS_ERR_LIMIT, json_object_get(e, "repeat") ? "repeat"
                                                                   : NULL,
@@ -582,7 +582,7 @@ static bool parse_input(desc_parser *p, const json_t *root,
     if (ok) {
         int64_t n = 1;
         for (int i = 0; i < rank; i++)
-            n = hs_mul_capped(n, dims[i], p->limits->max_tensor_elements);
+            n = hs__mul_capped(n, dims[i], p->limits->max_tensor_elements);
         if (n > p->limits->max_tensor_elements)
             ok = js_fail(w, HS_ERR_LIMIT, "shape",
                          "the input has more than %lld elements (limit "
@@ -717,9 +717,9 @@ static bool parse_names(desc_parser *p, const json_t *root,
     return d->name && d->device ? true : nomem(p);
 }
 
-bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
-                         const hs_model_limits *limits, hs_arena *a,
-                         hs_model_desc *out, hs_error *err)
+bool hs__model_desc_parse(const json_t *root, const hs_model_options *opts,
+                          const hs_model_limits *limits, hs_arena *a,
+                          hs_model_desc *out, hs_error *err)
 {
     desc_parser p = {.a = a, .limits = limits};
     js_init(&p.w, err);

@@ -1,7 +1,7 @@
 /*
  * model_desc.h - the validated model description: the block tree with
  * `repeat` expanded, and the top-level settings. Built from JSON by
- * hs_model_desc_parse; everything lives in one arena.
+ * hs__model_desc_parse; everything lives in one arena.
  *
  * Shape-dependent checks (attention needs a 3-D input, heads divide
  * features, graph ops agree on shapes) happen while tracing, where the
@@ -31,7 +31,7 @@
     X(DECODER, "decoder")       \
     X(SEQUENTIAL, "sequential") \
     X(GRAPH, "graph")           \
-    /* conv2d .. hardswish: the vision blocks (hs_block_is_vision) */ \
+    /* conv2d .. hardswish: the vision blocks (hs__block_is_vision) */ \
     X(CONV2D, "conv2d")         \
     X(BATCHNORM2D, "batchnorm2d") \
     X(MAXPOOL2D, "maxpool2d")   \
@@ -52,13 +52,13 @@ typedef enum hs_block_type {
 
 /* a * b saturated at cap + 1 (a, b >= 0), for size checks that cannot
  * overflow. */
-int64_t hs_mul_capped(int64_t a, int64_t b, int64_t cap);
+int64_t hs__mul_capped(int64_t a, int64_t b, int64_t cap);
 
-const char *hs_block_type_name(hs_block_type t);
-bool hs_block_is_activation(hs_block_type t);
+const char *hs__block_type_name(hs_block_type t);
+bool hs__block_is_activation(hs_block_type t);
 /* conv2d, batchnorm2d, the pooling blocks, flatten, dropout, relu6 and
  * hardswish: the blocks of vision_desc.c and trace_vision.c. */
-bool hs_block_is_vision(hs_block_type t);
+bool hs__block_is_vision(hs_block_type t);
 
 /* ---- graph blocks ---- */
 
@@ -168,11 +168,11 @@ typedef struct hs_layer_name {
 /* A module path as PyTorch names submodules and state: non-empty segments
  * of letters, digits and '_' joined by '.' ("layers.3.attn", "0.bias"), at
  * most max_len long, or "" (the root module). */
-bool hs_valid_module_path(const char *s, size_t max_len);
+bool hs__valid_module_path(const char *s, size_t max_len);
 
 /* Writes a layer's module name ("layers.3", "norm", "" for the root);
  * returns its length. */
-size_t hs_layer_name_format(const hs_layer_name *n, char *buf, size_t size);
+size_t hs__layer_name_format(const hs_layer_name *n, char *buf, size_t size);
 
 struct hs_model_desc {
     const char *name;
@@ -194,21 +194,21 @@ struct hs_model_desc {
 
 /* Validates root and builds the description in arena a. Options override
  * loop, device and batch. false with err filled (path set) on failure. */
-bool hs_model_desc_parse(const json_t *root, const hs_model_options *opts,
-                         const hs_model_limits *limits, hs_arena *a,
-                         hs_model_desc *out, hs_error *err);
+bool hs__model_desc_parse(const json_t *root, const hs_model_options *opts,
+                          const hs_model_limits *limits, hs_arena *a,
+                          hs_model_desc *out, hs_error *err);
 
 /* Parses the keys of a vision block (vision_desc.c): conv2d, pooling,
  * batchnorm2d, flatten. */
-bool hs_vision_desc_parse(js_walker *w, const json_t *obj, hs_block *blk);
+bool hs__vision_desc_parse(js_walker *w, const json_t *obj, hs_block *blk);
 /* Parses the attrs of a graph block's convolution, reduce-window and
  * batch-norm-inference ops (vision_desc.c); at is the attrs object and
  * the walker stands at it. */
-bool hs_vision_attrs_parse(js_walker *w, const json_t *at, hs_arena *a,
-                           hs_graph_op *g);
+bool hs__vision_attrs_parse(js_walker *w, const json_t *at, hs_arena *a,
+                            hs_graph_op *g);
 
 /* Parses the graph-specific keys of block object obj (graph_desc.c). */
-bool hs_graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
-                         const hs_model_limits *limits, hs_block *blk);
+bool hs__graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                          const hs_model_limits *limits, hs_block *blk);
 
 #endif

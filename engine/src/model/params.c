@@ -64,7 +64,7 @@ void hs_model_fill_param(uint64_t seed, const hs_model_param *p, float *out)
     }
 }
 
-float hs_param_fan_in_bound(const hs_shape *s)
+float hs__param_fan_in_bound(const hs_shape *s)
 {
     int64_t fan_in = 1;
     if (s->rank == 1)
@@ -76,15 +76,15 @@ float hs_param_fan_in_bound(const hs_shape *s)
 
 /* ---- records ------------------------------------------------------------ */
 
-void hs_param_list_free(hs_param_list *l)
+void hs__param_list_free(hs_param_list *l)
 {
     free(l->v);
     memset(l, 0, sizeof *l);
 }
 
-bool hs_param_list_add(hs_param_list *l, hs_arena *a, const char *name,
-                       const hs_shape *shape, int64_t number,
-                       hs_init_kind kind, float bound, const float *values)
+bool hs__param_list_add(hs_param_list *l, hs_arena *a, const char *name,
+                        const hs_shape *shape, int64_t number,
+                        hs_init_kind kind, float bound, const float *values)
 {
     if (l->n == l->cap) {
         int cap = l->cap ? l->cap * 2 : 16;
@@ -128,8 +128,8 @@ static hs_tensor *slice_view(const hs_model_param *p,
     return t;
 }
 
-bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n,
-                           const hs_model_stack *stacks)
+bool hs__params_materialize(uint64_t seed, hs_model_param *ps, int n,
+                            const hs_model_stack *stacks)
 {
     for (int i = 0; i < n; i++) {
         ps[i].value = ps[i].stack >= 0 ? slice_view(&ps[i], stacks)
@@ -139,14 +139,14 @@ bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n,
         if (ps[i].shape.dtype == HS_F32) {
             ps[i].init = hs_tensor_f32(ps[i].value);
             hs_model_fill_param(seed, &ps[i], ps[i].init);
-        } else if (!hs_fill_narrow(ps[i].value, seed, &ps[i])) {
+        } else if (!hs__fill_narrow(ps[i].value, seed, &ps[i])) {
             return false;
         }
     }
     return true;
 }
 
-bool hs_fill_narrow(hs_tensor *t, uint64_t seed, const hs_model_param *p)
+bool hs__fill_narrow(hs_tensor *t, uint64_t seed, const hs_model_param *p)
 {
     /* A bf16/f16 model draws the f32 values an f32 model would and rounds
      * them to nearest even, as module.to(torch.bfloat16) does. */
@@ -163,7 +163,7 @@ bool hs_fill_narrow(hs_tensor *t, uint64_t seed, const hs_model_param *p)
     return true;
 }
 
-void hs_params_release(hs_model_param *ps, int n)
+void hs__params_release(hs_model_param *ps, int n)
 {
     for (int i = 0; i < n; i++) {
         if (ps[i].stack >= 0)
@@ -177,17 +177,17 @@ void hs_params_release(hs_model_param *ps, int n)
 
 /* ---- stacked parameters of scanned repeats -------------------------------- */
 
-void hs_entry_params_free(hs_entry_params *e)
+void hs__entry_params_free(hs_entry_params *e)
 {
-    hs_param_list_free(&e->list);
+    hs__param_list_free(&e->list);
     free(e->stacks);
     e->stacks = NULL;
     e->n_stacks = e->cap_stacks = 0;
 }
 
-int hs_entry_params_add_stack(hs_entry_params *e, const char *name,
-                              const char *local, int64_t number,
-                              int64_t first_layer, const hs_shape *shape)
+int hs__entry_params_add_stack(hs_entry_params *e, const char *name,
+                               const char *local, int64_t number,
+                               int64_t first_layer, const hs_shape *shape)
 {
     if (e->n_stacks == e->cap_stacks) {
         int cap = e->cap_stacks ? e->cap_stacks * 2 : 8;
@@ -209,7 +209,7 @@ int hs_entry_params_add_stack(hs_entry_params *e, const char *name,
     return e->n_stacks++;
 }
 
-bool hs_stacks_materialize(hs_model_stack *stacks, int n_stacks)
+bool hs__stacks_materialize(hs_model_stack *stacks, int n_stacks)
 {
     for (int s = 0; s < n_stacks; s++)
         if (!(stacks[s].value = hs_tensor_new(&stacks[s].shape)))

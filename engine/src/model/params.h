@@ -20,12 +20,12 @@ typedef struct hs_param_list {
     hs_model_param *v;
 } hs_param_list;
 
-void hs_param_list_free(hs_param_list *l);
+void hs__param_list_free(hs_param_list *l);
 /* Appends a parameter held by entry parameter `number` itself (slice and
  * stack -1); name is copied into arena a. false on host OOM. */
-bool hs_param_list_add(hs_param_list *l, hs_arena *a, const char *name,
-                       const hs_shape *shape, int64_t number,
-                       hs_init_kind kind, float bound, const float *values);
+bool hs__param_list_add(hs_param_list *l, hs_arena *a, const char *name,
+                        const hs_shape *shape, int64_t number,
+                        hs_init_kind kind, float bound, const float *values);
 
 /* The loader's entry parameters while tracing: per-layer parameters in
  * state_dict order (list) and the stacked parameters of scanned repeats
@@ -38,30 +38,30 @@ typedef struct hs_entry_params {
     int64_t next;
 } hs_entry_params;
 
-void hs_entry_params_free(hs_entry_params *e);
+void hs__entry_params_free(hs_entry_params *e);
 /* Appends a stack record (name and local copied into e->arena); returns
  * its index, or -1 on host OOM. */
-int hs_entry_params_add_stack(hs_entry_params *e, const char *name,
-                              const char *local, int64_t number,
-                              int64_t first_layer, const hs_shape *shape);
+int hs__entry_params_add_stack(hs_entry_params *e, const char *name,
+                               const char *local, int64_t number,
+                               int64_t first_layer, const hs_shape *shape);
 
 /* PyTorch's default bound for a Linear-style weight of shape
  * [out, in, ...]: 1/sqrt(fan_in) with fan_in = in * prod(rest) (rank >= 2),
  * dims[0] for rank 1, and 1 for a scalar. */
-float hs_param_fan_in_bound(const hs_shape *s);
+float hs__param_fan_in_bound(const hs_shape *s);
 
 /* Allocates each stack's tensor (zeroed). false on host OOM. */
-bool hs_stacks_materialize(hs_model_stack *stacks, int n_stacks);
+bool hs__stacks_materialize(hs_model_stack *stacks, int n_stacks);
 /* Draws the values of every parameter (and nothing else): into a tensor of
  * its own, or for a parameter of a stack (stack >= 0) into its slice of
  * the stack's tensor, which must exist, with value a view of that slice.
  * false on host OOM. */
-bool hs_params_materialize(uint64_t seed, hs_model_param *ps, int n,
-                           const hs_model_stack *stacks);
+bool hs__params_materialize(uint64_t seed, hs_model_param *ps, int n,
+                            const hs_model_stack *stacks);
 /* Fills tensor t of a bf16 or f16 model with parameter p's f32 values
  * (the input's when p is NULL) rounded to t's type. false on host OOM. */
-bool hs_fill_narrow(hs_tensor *t, uint64_t seed, const hs_model_param *p);
-/* Frees what hs_params_materialize made (views without their data). */
-void hs_params_release(hs_model_param *ps, int n);
+bool hs__fill_narrow(hs_tensor *t, uint64_t seed, const hs_model_param *p);
+/* Frees what hs__params_materialize made (views without their data). */
+void hs__params_release(hs_model_param *ps, int n);
 
 #endif

@@ -13,7 +13,7 @@
 #include "model/params.h"
 #include "model/trace_blocks.h"
 
-void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params)
+void hs__trace_init(hs_trace *t, hs_builder *b, hs_param_source *params)
 {
     memset(t, 0, sizeof *t);
     t->b = b;
@@ -22,12 +22,12 @@ void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params)
     t->dtype = HS_F32;
 }
 
-bool hs_trace_fits(hs_trace *t, const char *path, int rank,
-                   const int64_t *dims)
+bool hs__trace_fits(hs_trace *t, const char *path, int rank,
+                    const int64_t *dims)
 {
     int64_t n = 1;
     for (int i = 0; i < rank; i++)
-        n = hs_mul_capped(n, dims[i], t->max_elements);
+        n = hs__mul_capped(n, dims[i], t->max_elements);
     if (n <= t->max_elements)
         return true;
     char s[160] = "";
@@ -35,15 +35,15 @@ bool hs_trace_fits(hs_trace *t, const char *path, int rank,
     for (int i = 0; i < rank && k < sizeof s - 24; i++)
         k += (size_t)snprintf(s + k, sizeof s - k, "%s%lld", i ? "," : "",
                               (long long)dims[i]);
-    hs_trace_fail(t, path, HS_ERR_LIMIT,
-                  "a tensor of shape [%s] would have more than %lld elements "
-                  "(limit max_tensor_elements)",
-                  s, (long long)t->max_elements);
+    hs__trace_fail(t, path, HS_ERR_LIMIT,
+                   "a tensor of shape [%s] would have more than %lld elements "
+                   "(limit max_tensor_elements)",
+                   s, (long long)t->max_elements);
     return false;
 }
 
-hs_instruction *hs_trace_fail(hs_trace *t, const char *path, hs_status s,
-                              const char *fmt, ...)
+hs_instruction *hs__trace_fail(hs_trace *t, const char *path, hs_status s,
+                               const char *fmt, ...)
 {
     if (!hs_builder_ok(t->b))
         return NULL;
@@ -97,7 +97,7 @@ static hs_instruction *request_param(hs_trace *t, const char *local,
     memcpy(name, t->prefix, np);
     memcpy(name + np, local, nl);
     name[np + nl] = '\0';
-    if (!hs_trace_fits(t, NULL, shape->rank, shape->dims))
+    if (!hs__trace_fits(t, NULL, shape->rank, shape->dims))
         return NULL;
     hs_shape typed = *shape;
     if (typed.dtype == HS_F32)
@@ -106,16 +106,16 @@ static hs_instruction *request_param(hs_trace *t, const char *local,
                           values);
 }
 
-hs_instruction *hs_trace_param(hs_trace *t, const char *local,
-                               const hs_shape *shape, hs_init_kind kind,
-                               float bound)
+hs_instruction *hs__trace_param(hs_trace *t, const char *local,
+                                const hs_shape *shape, hs_init_kind kind,
+                                float bound)
 {
     return request_param(t, local, shape, kind, bound, NULL);
 }
 
-hs_instruction *hs_trace_param_values(hs_trace *t, const char *local,
-                                      const hs_shape *shape,
-                                      const float *values)
+hs_instruction *hs__trace_param_values(hs_trace *t, const char *local,
+                                       const hs_shape *shape,
+                                       const float *values)
 {
     return request_param(t, local, shape, HS_INIT_VALUES, 0, values);
 }
@@ -132,7 +132,7 @@ static bool output_fits(hs_trace *t, const hs_instruction *x, int64_t out)
     int rank = x->shape.rank ? x->shape.rank : 1;
     memcpy(dims, x->shape.dims, sizeof dims);
     dims[rank - 1] = out;
-    return hs_trace_fits(t, NULL, rank, dims);
+    return hs__trace_fits(t, NULL, rank, dims);
 }
 
 /* A bias-free projection submodule: scope and parameter `sub`. */
@@ -146,9 +146,9 @@ static hs_instruction *projection(hs_trace *t, const char *sub,
     char local[64];
     snprintf(local, sizeof local, "%s.weight", sub);
     hs_builder_push_scope(t->b, sub);
-    hs_instruction *w = hs_trace_param(t, local, &ws, HS_INIT_UNIFORM,
-                                       hs_param_fan_in_bound(&ws));
-    hs_instruction *y = hs_nn_linear(t->b, x, w, NULL);
+    hs_instruction *w = hs__trace_param(t, local, &ws, HS_INIT_UNIFORM,
+                                        hs__param_fan_in_bound(&ws));
+    hs_instruction *y = hs__nn_linear(t->b, x, w, NULL);
     hs_builder_pop_scope(t->b);
     return y;
 }
@@ -163,15 +163,15 @@ static hs_instruction *trace_linear(hs_trace *t, const hs_block *blk,
     int64_t in = last_dim(x);
     hs_shape ws = hs_shape_make(HS_F32, 2, (int64_t[]){blk->features, in});
     hs_shape bs = hs_shape_make(HS_F32, 1, &blk->features);
-    float bound = hs_param_fan_in_bound(&ws);
+    float bound = hs__param_fan_in_bound(&ws);
     hs_instruction *w =
-        hs_trace_param(t, "weight", &ws, HS_INIT_UNIFORM, bound);
+        hs__trace_param(t, "weight", &ws, HS_INIT_UNIFORM, bound);
     hs_instruction *bias =
-        blk->bias ? hs_trace_param(t, "bias", &bs, HS_INIT_UNIFORM, bound)
+        blk->bias ? hs__trace_param(t, "bias", &bs, HS_INIT_UNIFORM, bound)
                   : NULL;
     if (blk->bias && !bias)
         return NULL;
-    return hs_nn_linear(t->b, x, w, bias);
+    return hs__nn_linear(t->b, x, w, bias);
 }
 
 static hs_instruction *trace_softmax(hs_trace *t, const hs_block *blk,
@@ -181,11 +181,11 @@ static hs_instruction *trace_softmax(hs_trace *t, const hs_block *blk,
     if (blk->axis < -rank || blk->axis >= rank) {
         char p[300];
         snprintf(p, sizeof p, "%s/axis", blk->path);
-        return hs_trace_fail(t, p, HS_ERR_INVALID,
-                             "axis %lld is out of range for a %d-D input",
-                             (long long)blk->axis, rank);
+        return hs__trace_fail(t, p, HS_ERR_INVALID,
+                              "axis %lld is out of range for a %d-D input",
+                              (long long)blk->axis, rank);
     }
-    return hs_nn_softmax(t->b, x, blk->axis);
+    return hs__nn_softmax(t->b, x, blk->axis);
 }
 
 static hs_instruction *trace_norm(hs_trace *t, const hs_block *blk,
@@ -193,11 +193,11 @@ static hs_instruction *trace_norm(hs_trace *t, const hs_block *blk,
 {
     int64_t f = last_dim(x);
     hs_shape s = hs_shape_make(HS_F32, 1, &f);
-    hs_instruction *w = hs_trace_param(t, "weight", &s, HS_INIT_ONES, 0);
+    hs_instruction *w = hs__trace_param(t, "weight", &s, HS_INIT_ONES, 0);
     if (blk->type == HS_BLOCK_RMSNORM)
-        return hs_nn_rmsnorm(t->b, x, w, (float)blk->eps);
-    hs_instruction *bias = hs_trace_param(t, "bias", &s, HS_INIT_ZEROS, 0);
-    return hs_nn_layernorm(t->b, x, w, bias, (float)blk->eps);
+        return hs__nn_rmsnorm(t->b, x, w, (float)blk->eps);
+    hs_instruction *bias = hs__trace_param(t, "bias", &s, HS_INIT_ZEROS, 0);
+    return hs__nn_layernorm(t->b, x, w, bias, (float)blk->eps);
 }
 
 /* Llama-style MLP: down(act(gate(x)) * up(x)), or down(act(up(x))) when not
@@ -211,10 +211,10 @@ static hs_instruction *trace_mlp(hs_trace *t, const hs_block *blk,
         hs_instruction *g = projection(t, "gate_proj", x, blk->hidden);
         hs_instruction *u = projection(t, "up_proj", x, blk->hidden);
         h = hs_b_binary(t->b, HS_OP_MULTIPLY,
-                        hs_nn_activation(t->b, blk->activation, g), u);
+                        hs__nn_activation(t->b, blk->activation, g), u);
     } else {
-        h = hs_nn_activation(t->b, blk->activation,
-                             projection(t, "up_proj", x, blk->hidden));
+        h = hs__nn_activation(t->b, blk->activation,
+                              projection(t, "up_proj", x, blk->hidden));
     }
     return projection(t, "down_proj", h, f);
 }
@@ -226,11 +226,11 @@ static hs_instruction *require_3d(hs_trace *t, const hs_block *blk,
         return x;
     char s[128];
     hs_shape_print(&x->shape, false, s, sizeof s);
-    return hs_trace_fail(
+    return hs__trace_fail(
         t, blk->path, HS_ERR_INVALID,
         "%s needs a 3-D input [batch, seq, features], got %s; set "
         "input.shape to [batch, seq, features]",
-        hs_block_type_name(blk->type), s);
+        hs__block_type_name(blk->type), s);
 }
 
 /* Multi-head scaled dot-product attention over [B, S, F] with F = H * D:
@@ -247,12 +247,12 @@ static hs_instruction *trace_attention(hs_trace *t, const hs_block *blk,
     if (F % H != 0) {
         char p[300];
         snprintf(p, sizeof p, "%s/heads", blk->path);
-        return hs_trace_fail(t, p, HS_ERR_INVALID,
-                             "heads (%lld) must divide the features (%lld)",
-                             (long long)H, (long long)F);
+        return hs__trace_fail(t, p, HS_ERR_INVALID,
+                              "heads (%lld) must divide the features (%lld)",
+                              (long long)H, (long long)F);
     }
     int64_t D = F / H;
-    if (!hs_trace_fits(t, blk->path, 4, (int64_t[]){B, H, S, S}))
+    if (!hs__trace_fits(t, blk->path, 4, (int64_t[]){B, H, S, S}))
         return NULL;
     int64_t bshd[4] = {B, S, H, D};
     hs_instruction *q = hs_b_reshape(b, projection(t, "q_proj", x, F), 4, bshd);
@@ -267,8 +267,8 @@ static hs_instruction *trace_attention(hs_trace *t, const hs_block *blk,
     if (!scores)
         return NULL;
     scores = hs_b_binary(b, HS_OP_MULTIPLY, scores,
-                         hs_nn_fill(b, (float)(1.0 / sqrt((double)D)),
-                                    &scores->shape));
+                         hs__nn_fill(b, (float)(1.0 / sqrt((double)D)),
+                                     &scores->shape));
     if (blk->causal && scores) {
         /* Query i sees keys j <= i; the others get the lowest float, which
          * softmax turns into exactly 0 as -inf would. */
@@ -280,9 +280,9 @@ static hs_instruction *trace_attention(hs_trace *t, const hs_block *blk,
         ps.dtype = HS_PRED;
         keep = hs_b_broadcast(b, keep, &ps, (int64_t[]){2, 3}, 2);
         scores = hs_b_select(b, keep, scores,
-                             hs_nn_fill(b, -FLT_MAX, &scores->shape));
+                             hs__nn_fill(b, -FLT_MAX, &scores->shape));
     }
-    hs_instruction *probs = hs_nn_softmax(b, scores, 3);
+    hs_instruction *probs = hs__nn_softmax(b, scores, 3);
     hs_dot_dims pv = {.n_lhs_batch = 2, .n_rhs_batch = 2,
                       .n_lhs_contracting = 1, .n_rhs_contracting = 1,
                       .lhs_batch = {0, 1}, .rhs_batch = {0, 2},
@@ -307,11 +307,11 @@ static hs_instruction *trace_decoder(hs_trace *t, const hs_block *blk,
     hs_block mlp = {.type = HS_BLOCK_MLP, .path = blk->path,
                     .hidden = blk->hidden, .activation = HS_BLOCK_SILU,
                     .gated = true};
-    hs_instruction *a = hs_trace_block(
-        t, &attn, "attn", hs_trace_block(t, &norm, "input_norm", x));
+    hs_instruction *a = hs__trace_block(
+        t, &attn, "attn", hs__trace_block(t, &norm, "input_norm", x));
     hs_instruction *h = hs_b_binary(t->b, HS_OP_ADD, x, a);
-    hs_instruction *m = hs_trace_block(
-        t, &mlp, "mlp", hs_trace_block(t, &norm, "post_norm", h));
+    hs_instruction *m = hs__trace_block(
+        t, &mlp, "mlp", hs__trace_block(t, &norm, "post_norm", h));
     return hs_b_binary(t->b, HS_OP_ADD, h, m);
 }
 
@@ -322,7 +322,7 @@ static hs_instruction *trace_list(hs_trace *t, const hs_block *const *blocks,
     for (int i = 0; i < n && x; i++) {
         char sub[40];
         snprintf(sub, sizeof sub, "%s%d", base, i);
-        x = hs_trace_block(t, blocks[i], sub, x);
+        x = hs__trace_block(t, blocks[i], sub, x);
     }
     return x;
 }
@@ -339,16 +339,16 @@ static hs_instruction *trace_residual(hs_trace *t, const hs_block *blk,
         char ys[128], ss[128];
         hs_shape_print(&y->shape, false, ys, sizeof ys);
         hs_shape_print(&s->shape, false, ss, sizeof ss);
-        return hs_trace_fail(t, blk->path, HS_ERR_SHAPE,
-                             "the residual's blocks give %s but its "
-                             "shortcut gives %s; they are added, so they "
-                             "must agree (a shortcut with a strided 1x1 "
-                             "conv2d matches a strided block)",
-                             ys, ss);
+        return hs__trace_fail(t, blk->path, HS_ERR_SHAPE,
+                              "the residual's blocks give %s but its "
+                              "shortcut gives %s; they are added, so they "
+                              "must agree (a shortcut with a strided 1x1 "
+                              "conv2d matches a strided block)",
+                              ys, ss);
     }
     y = hs_b_binary(t->b, HS_OP_ADD, y, s);
     return blk->activation == HS_BLOCK_RELU
-               ? hs_nn_activation(t->b, HS_BLOCK_RELU, y)
+               ? hs__nn_activation(t->b, HS_BLOCK_RELU, y)
                : y;
 }
 
@@ -368,7 +368,7 @@ static hs_instruction *trace_body(hs_trace *t, const hs_block *blk,
     case HS_BLOCK_GELU:
     case HS_BLOCK_SILU:
     case HS_BLOCK_TANH:
-    case HS_BLOCK_SIGMOID: return hs_nn_activation(t->b, blk->type, x);
+    case HS_BLOCK_SIGMOID: return hs__nn_activation(t->b, blk->type, x);
     case HS_BLOCK_SOFTMAX: return trace_softmax(t, blk, x);
     case HS_BLOCK_LAYERNORM:
     case HS_BLOCK_RMSNORM: return trace_norm(t, blk, x);
@@ -378,23 +378,23 @@ static hs_instruction *trace_body(hs_trace *t, const hs_block *blk,
     case HS_BLOCK_SEQUENTIAL:
         return trace_list(t, blk->blocks, blk->n_blocks, "", x);
     case HS_BLOCK_RESIDUAL: return trace_residual(t, blk, x);
-    case HS_BLOCK_GRAPH: return hs_trace_graph(t, blk, x, false);
+    case HS_BLOCK_GRAPH: return hs__trace_graph(t, blk, x, false);
     default:
-        if (hs_block_is_vision(blk->type))
-            return hs_trace_vision(t, blk, x);
+        if (hs__block_is_vision(blk->type))
+            return hs__trace_vision(t, blk, x);
         break;
     }
-    return hs_trace_fail(t, blk->path, HS_ERR_INVALID, "unknown block type");
+    return hs__trace_fail(t, blk->path, HS_ERR_INVALID, "unknown block type");
 }
 
-hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
-                               const char *sub, hs_instruction *x)
+hs_instruction *hs__trace_block(hs_trace *t, const hs_block *blk,
+                                const char *sub, hs_instruction *x)
 {
     if (!x || !hs_builder_ok(t->b))
         return NULL;
-    const char *scope = sub ? sub
-                        : is_composite(blk->type) ? NULL
-                                                  : hs_block_type_name(blk->type);
+    const char *scope =
+        sub ? sub
+            : is_composite(blk->type) ? NULL : hs__block_type_name(blk->type);
     size_t mark = sub ? push_prefix(t, sub) : t->prefix_len;
     /* A graph block that is a layer by itself puts its "graph" scope in
      * front of each op, unless the op names its own module path. */
@@ -403,7 +403,7 @@ hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
         scope = NULL;
     if (scope)
         hs_builder_push_scope(t->b, scope);
-    hs_instruction *y = graph_leaf ? hs_trace_graph(t, blk, x, true)
+    hs_instruction *y = graph_leaf ? hs__trace_graph(t, blk, x, true)
                                    : trace_body(t, blk, x);
     if (scope)
         hs_builder_pop_scope(t->b);
@@ -412,24 +412,24 @@ hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
     return y;
 }
 
-hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk,
-                               const hs_layer_name *name, hs_instruction *x)
+hs_instruction *hs__trace_layer(hs_trace *t, const hs_block *blk,
+                                const hs_layer_name *name, hs_instruction *x)
 {
     char layer[HS_LAYER_NAME_MAX + 32];
-    hs_layer_name_format(name, layer, sizeof layer);
-    return hs_trace_layer_named(t, blk, layer, x);
+    hs__layer_name_format(name, layer, sizeof layer);
+    return hs__trace_layer_named(t, blk, layer, x);
 }
 
-hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
-                                     const char *layer, hs_instruction *x)
+hs_instruction *hs__trace_layer_named(hs_trace *t, const hs_block *blk,
+                                      const char *layer, hs_instruction *x)
 {
     /* The root module ("") has neither a scope nor a prefix: its
      * parameters are named as the module's own state_dict. */
     if (!layer[0])
-        return hs_trace_block(t, blk, NULL, x);
+        return hs__trace_block(t, blk, NULL, x);
     hs_builder_push_scope(t->b, layer);
     size_t mark = push_prefix(t, layer);
-    hs_instruction *y = hs_trace_block(t, blk, NULL, x);
+    hs_instruction *y = hs__trace_block(t, blk, NULL, x);
     pop_prefix(t, mark);
     hs_builder_pop_scope(t->b);
     return y;

@@ -1,7 +1,7 @@
 /*
  * trace_blocks.h - turning blocks into builder calls.
  *
- * hs_trace_layer traces one layer (block k of the expanded list) given the
+ * hs__trace_layer traces one layer (block k of the expanded list) given the
  * builder, its input and a parameter source. The unrolled model calls it
  * once per layer with a source that creates entry parameters; a scan body
  * can call it once with a source that hands out per-layer slices of stacked
@@ -39,17 +39,17 @@ typedef struct hs_trace {
     hs_dtype dtype;
 } hs_trace;
 
-void hs_trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
+void hs__trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
 
 /* Traces a top-level layer: scope "layers.3", parameters
  * "layers.3.<name>" (or the module name the description gave it; the root
  * "" has no scope and no prefix). */
-hs_instruction *hs_trace_layer(hs_trace *t, const hs_block *blk,
-                               const hs_layer_name *name, hs_instruction *x);
+hs_instruction *hs__trace_layer(hs_trace *t, const hs_block *blk,
+                                const hs_layer_name *name, hs_instruction *x);
 /* The same under another layer name: scope `layer`, parameters
  * "<layer>.<name>" (a scan body traces "layers.*"). */
-hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
-                                     const char *layer, hs_instruction *x);
+hs_instruction *hs__trace_layer_named(hs_trace *t, const hs_block *blk,
+                                      const char *layer, hs_instruction *x);
 
 /* Traces layers first .. first+count-1, `count` copies of blk from one
  * repeat, as one scan over stacked weights (trace_scan.c): probes the
@@ -57,73 +57,73 @@ hs_instruction *hs_trace_layer_named(hs_trace *t, const hs_block *blk,
  * one stacked entry parameter per name in ep (and records the per-layer
  * parameters with their slices), and lowers through hs_scan_layers. */
 struct hs_entry_params;
-hs_instruction *hs_trace_scanned(hs_trace *t, struct hs_entry_params *ep,
-                                 const hs_block *blk, int64_t first,
-                                 const hs_layer_name *first_name,
-                                 int64_t count, hs_instruction *x);
+hs_instruction *hs__trace_scanned(hs_trace *t, struct hs_entry_params *ep,
+                                  const hs_block *blk, int64_t first,
+                                  const hs_layer_name *first_name,
+                                  int64_t count, hs_instruction *x);
 
 /* Traces a block inside the current module. sub names the submodule
  * ("attn", "0"): it extends the parameter prefix and the scope; NULL
  * traces the block in place under a scope named after its type. */
-hs_instruction *hs_trace_block(hs_trace *t, const hs_block *blk,
-                               const char *sub, hs_instruction *x);
+hs_instruction *hs__trace_block(hs_trace *t, const hs_block *blk,
+                                const char *sub, hs_instruction *x);
 
 /* Graph blocks (trace_graph.c). An op's scope is its own "scope" (a
  * module path) or its name, after "graph/" when graph_scope is set (the
  * block is a layer by itself). */
-hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
-                               hs_instruction *x, bool graph_scope);
+hs_instruction *hs__trace_graph(hs_trace *t, const hs_block *blk,
+                                hs_instruction *x, bool graph_scope);
 
 /* Records an error found by the loader's own checks: on the builder (the
  * sticky error) and its JSON path. Returns NULL. */
-hs_instruction *hs_trace_fail(hs_trace *t, const char *path, hs_status s,
-                              const char *fmt, ...)
+hs_instruction *hs__trace_fail(hs_trace *t, const char *path, hs_status s,
+                               const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* false (with an HS_ERR_LIMIT error at path) when a tensor of these
  * dimensions would exceed t->max_elements. */
-bool hs_trace_fits(hs_trace *t, const char *path, int rank,
-                   const int64_t *dims);
+bool hs__trace_fits(hs_trace *t, const char *path, int rank,
+                    const int64_t *dims);
 
 /* Requests parameter prefix+local from the source (size-checked). */
-hs_instruction *hs_trace_param(hs_trace *t, const char *local,
-                               const hs_shape *shape, hs_init_kind kind,
-                               float bound);
+hs_instruction *hs__trace_param(hs_trace *t, const char *local,
+                                const hs_shape *shape, hs_init_kind kind,
+                                float bound);
 /* The same with the description's own values (HS_INIT_VALUES). */
-hs_instruction *hs_trace_param_values(hs_trace *t, const char *local,
-                                      const hs_shape *shape,
-                                      const float *values);
+hs_instruction *hs__trace_param_values(hs_trace *t, const char *local,
+                                       const hs_shape *shape,
+                                       const float *values);
 
 /* Vision blocks (trace_vision.c): conv2d, batchnorm2d, pooling, flatten,
  * dropout, relu6, hardswish, over NCHW inputs like torch.nn. */
-hs_instruction *hs_trace_vision(hs_trace *t, const hs_block *blk,
-                                hs_instruction *x);
+hs_instruction *hs__trace_vision(hs_trace *t, const hs_block *blk,
+                                 hs_instruction *x);
 /* A graph block's convolution, reduce-window and batch-norm-inference
  * ops (trace_vision.c). */
-hs_instruction *hs_trace_graph_vision(hs_trace *t, const hs_graph_op *g,
-                                      hs_instruction *const *a);
+hs_instruction *hs__trace_graph_vision(hs_trace *t, const hs_graph_op *g,
+                                       hs_instruction *const *a);
 
 /* ---- neural-network pieces (trace_ops.c), NULL-propagating ---- */
 
 /* A scalar broadcast to shape s, of s's element type (v rounded to it). */
-hs_instruction *hs_nn_fill(hs_builder *b, float v, const hs_shape *s);
+hs_instruction *hs__nn_fill(hs_builder *b, float v, const hs_shape *s);
 /* x op y where y's shape lines up with x's trailing dimensions. */
-hs_instruction *hs_nn_binary_trailing(hs_builder *b, hs_opcode op,
-                                      hs_instruction *x, hs_instruction *y);
+hs_instruction *hs__nn_binary_trailing(hs_builder *b, hs_opcode op,
+                                       hs_instruction *x, hs_instruction *y);
 /* Reduces the last axis with reducer and broadcasts the result back (a
  * keepdim reduction). */
-hs_instruction *hs_nn_reduce_keep(hs_builder *b, hs_instruction *x,
-                                  int64_t axis, hs_opcode reducer);
+hs_instruction *hs__nn_reduce_keep(hs_builder *b, hs_instruction *x,
+                                   int64_t axis, hs_opcode reducer);
 /* x W^T (+ b). */
-hs_instruction *hs_nn_linear(hs_builder *b, hs_instruction *x,
-                             hs_instruction *w, hs_instruction *bias);
-hs_instruction *hs_nn_activation(hs_builder *b, hs_block_type act,
-                                 hs_instruction *x);
-hs_instruction *hs_nn_softmax(hs_builder *b, hs_instruction *x, int64_t axis);
-hs_instruction *hs_nn_layernorm(hs_builder *b, hs_instruction *x,
-                                hs_instruction *w, hs_instruction *bias,
-                                float eps);
-hs_instruction *hs_nn_rmsnorm(hs_builder *b, hs_instruction *x,
-                              hs_instruction *w, float eps);
+hs_instruction *hs__nn_linear(hs_builder *b, hs_instruction *x,
+                              hs_instruction *w, hs_instruction *bias);
+hs_instruction *hs__nn_activation(hs_builder *b, hs_block_type act,
+                                  hs_instruction *x);
+hs_instruction *hs__nn_softmax(hs_builder *b, hs_instruction *x, int64_t axis);
+hs_instruction *hs__nn_layernorm(hs_builder *b, hs_instruction *x,
+                                 hs_instruction *w, hs_instruction *bias,
+                                 float eps);
+hs_instruction *hs__nn_rmsnorm(hs_builder *b, hs_instruction *x,
+                               hs_instruction *w, float eps);
 
 #endif

@@ -49,9 +49,9 @@ static bool rank_matches(hs_trace *t, const hs_graph_op *g,
         return true;
     char p[300];
     snprintf(p, sizeof p, "%s/attrs", g->path);
-    hs_trace_fail(t, p, HS_ERR_INVALID,
-                  "%s needs %d entries (the operand's rank), got %d", what,
-                  rank, n);
+    hs__trace_fail(t, p, HS_ERR_INVALID,
+                   "%s needs %d entries (the operand's rank), got %d", what,
+                   rank, n);
     return false;
 }
 
@@ -78,7 +78,7 @@ static bool dot_fits(hs_trace *t, const hs_graph_op *g,
         if (!listed(d->rhs_contracting, d->n_rhs_contracting, i) &&
             !listed(d->rhs_batch, d->n_rhs_batch, i))
             dims[n++] = r->shape.dims[i];
-    return hs_trace_fits(t, g->path, n, dims);
+    return hs__trace_fits(t, g->path, n, dims);
 }
 
 static hs_instruction *trace_dot(hs_trace *t, const hs_graph_op *g,
@@ -130,10 +130,10 @@ static hs_instruction *trace_reduce(hs_trace *t, const hs_graph_op *g,
         return hs_b_reduce_sum(b, x, g->dims, g->n_dims);
     case HS_OP_MAXIMUM: return hs_b_reduce_max(b, x, g->dims, g->n_dims);
     case HS_OP_MINIMUM:
-        return hs_b_reduce(b, x, hs_nn_fill(b, INFINITY, &scalar), g->dims,
+        return hs_b_reduce(b, x, hs__nn_fill(b, INFINITY, &scalar), g->dims,
                            g->n_dims, HS_OP_MINIMUM);
     default:
-        return hs_b_reduce(b, x, hs_nn_fill(b, 1.0f, &scalar), g->dims,
+        return hs_b_reduce(b, x, hs__nn_fill(b, 1.0f, &scalar), g->dims,
                            g->n_dims, HS_OP_MULTIPLY);
     }
 }
@@ -177,7 +177,7 @@ static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
     case HS_OP_CONVOLUTION:
     case HS_OP_REDUCE_WINDOW:
     case HS_OP_BATCH_NORM_INFERENCE:
-        return hs_trace_graph_vision(t, g, a);
+        return hs__trace_graph_vision(t, g, a);
     case HS_OP_BROADCAST: {
         hs_shape s = hs_shape_make(a[0]->shape.dtype, g->n_shape, g->shape);
         if (g->n_dims < 0)
@@ -209,17 +209,17 @@ static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
     case HS_OP_CONSTANT: {
         hs_shape s = hs_shape_make(t->dtype, g->n_shape < 0 ? 0 : g->n_shape,
                                    g->shape);
-        return hs_nn_fill(b, (float)g->value, &s);
+        return hs__nn_fill(b, (float)g->value, &s);
     }
     case HS_OP_IOTA: {
         hs_shape s = hs_shape_make(t->dtype, g->n_shape, g->shape);
         if (g->dimension >= g->n_shape) {
             char p[300];
             snprintf(p, sizeof p, "%s/attrs/dimension", g->path);
-            return hs_trace_fail(t, p, HS_ERR_INVALID,
-                                 "dimension %lld is out of range for a %d-D "
-                                 "shape",
-                                 (long long)g->dimension, g->n_shape);
+            return hs__trace_fail(t, p, HS_ERR_INVALID,
+                                  "dimension %lld is out of range for a %d-D "
+                                  "shape",
+                                  (long long)g->dimension, g->n_shape);
         }
         return hs_b_iota(b, &s, g->dimension);
     }
@@ -228,9 +228,9 @@ static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
             align_ranks(b, &a[0], &a[1]);
             return hs_b_binary(b, g->opcode, a[0], a[1]);
         }
-        return hs_trace_fail(t, g->path, HS_ERR_UNSUPPORTED,
-                             "op %s is not supported in a graph block",
-                             hs_opcode_name(g->opcode));
+        return hs__trace_fail(t, g->path, HS_ERR_UNSUPPORTED,
+                              "op %s is not supported in a graph block",
+                              hs_opcode_name(g->opcode));
     }
 }
 
@@ -251,14 +251,14 @@ static int push_op_scope(hs_builder *b, const hs_graph_op *g,
     return graph_scope ? 2 : 1;
 }
 
-hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
-                               hs_instruction *x, bool graph_scope)
+hs_instruction *hs__trace_graph(hs_trace *t, const hs_block *blk,
+                                hs_instruction *x, bool graph_scope)
 {
     size_t cap = 1 + (size_t)blk->n_gparams + (size_t)blk->n_ops;
     graph_env env = {0, {0}, malloc(cap * sizeof(hs_instruction *))};
     hs_instruction *out = NULL;
     if (!hs__name_index_init(&env.ix, cap) || !env.values) {
-        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
         goto done;
     }
     env_put(&env, "x", x);
@@ -266,9 +266,9 @@ hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
         const hs_graph_param *p = &blk->gparams[i];
         hs_instruction *v =
             p->init == HS_INIT_VALUES
-                ? hs_trace_param_values(t, p->name, &p->shape, p->values)
-                : hs_trace_param(t, p->name, &p->shape, p->init,
-                                 hs_param_fan_in_bound(&p->shape));
+                ? hs__trace_param_values(t, p->name, &p->shape, p->values)
+                : hs__trace_param(t, p->name, &p->shape, p->init,
+                                  hs__param_fan_in_bound(&p->shape));
         if (!v)
             goto done;
         env_put(&env, p->name, v);
@@ -277,7 +277,7 @@ hs_instruction *hs_trace_graph(hs_trace *t, const hs_block *blk,
         const hs_graph_op *g = &blk->ops[i];
         hs_instruction **args = malloc(((size_t)g->n_args + 1) * sizeof *args);
         if (!args) {
-            hs_trace_fail(t, g->path, HS_ERR_NOMEM, "out of host memory");
+            hs__trace_fail(t, g->path, HS_ERR_NOMEM, "out of host memory");
             goto done;
         }
         for (int j = 0; j < g->n_args; j++)

@@ -5,7 +5,7 @@
 
 #include "model/trace_blocks.h"
 
-hs_instruction *hs_nn_fill(hs_builder *b, float v, const hs_shape *s)
+hs_instruction *hs__nn_fill(hs_builder *b, float v, const hs_shape *s)
 {
     hs_instruction *c = hs_b_const_f32(b, v);
     if (c && s->dtype != HS_F32)
@@ -15,8 +15,8 @@ hs_instruction *hs_nn_fill(hs_builder *b, float v, const hs_shape *s)
     return hs_b_broadcast(b, c, s, NULL, 0);
 }
 
-hs_instruction *hs_nn_binary_trailing(hs_builder *b, hs_opcode op,
-                                      hs_instruction *x, hs_instruction *y)
+hs_instruction *hs__nn_binary_trailing(hs_builder *b, hs_opcode op,
+                                       hs_instruction *x, hs_instruction *y)
 {
     if (!x || !y)
         return NULL;
@@ -56,8 +56,8 @@ static hs_instruction *broadcast_back(hs_builder *b, hs_instruction *r,
     return hs_b_broadcast(b, r, &x->shape, dims, n);
 }
 
-hs_instruction *hs_nn_reduce_keep(hs_builder *b, hs_instruction *x,
-                                  int64_t axis, hs_opcode reducer)
+hs_instruction *hs__nn_reduce_keep(hs_builder *b, hs_instruction *x,
+                                   int64_t axis, hs_opcode reducer)
 {
     if (!x)
         return NULL;
@@ -75,34 +75,34 @@ static hs_instruction *mean_last(hs_builder *b, hs_instruction *x)
     if (!s)
         return NULL;
     float inv_n = 1.0f / (float)x->shape.dims[axis];
-    return hs_b_binary(b, HS_OP_MULTIPLY, s, hs_nn_fill(b, inv_n, &s->shape));
+    return hs_b_binary(b, HS_OP_MULTIPLY, s, hs__nn_fill(b, inv_n, &s->shape));
 }
 
-hs_instruction *hs_nn_linear(hs_builder *b, hs_instruction *x,
-                             hs_instruction *w, hs_instruction *bias)
+hs_instruction *hs__nn_linear(hs_builder *b, hs_instruction *x,
+                              hs_instruction *w, hs_instruction *bias)
 {
     hs_instruction *y = hs_b_matmul_nt(b, x, w);
-    return bias ? hs_nn_binary_trailing(b, HS_OP_ADD, y, bias) : y;
+    return bias ? hs__nn_binary_trailing(b, HS_OP_ADD, y, bias) : y;
 }
 
-hs_instruction *hs_nn_activation(hs_builder *b, hs_block_type act,
-                                 hs_instruction *x)
+hs_instruction *hs__nn_activation(hs_builder *b, hs_block_type act,
+                                  hs_instruction *x)
 {
     if (!x)
         return NULL;
     switch (act) {
     case HS_BLOCK_RELU:
-        return hs_b_binary(b, HS_OP_MAXIMUM, x, hs_nn_fill(b, 0, &x->shape));
+        return hs_b_binary(b, HS_OP_MAXIMUM, x, hs__nn_fill(b, 0, &x->shape));
     case HS_BLOCK_GELU: {
         /* The exact form, PyTorch's default: x/2 * (1 + erf(x/sqrt(2))). */
         hs_instruction *e = hs_b_unary(
             b, HS_OP_ERF,
             hs_b_binary(b, HS_OP_MULTIPLY, x,
-                        hs_nn_fill(b, (float)M_SQRT1_2, &x->shape)));
+                        hs__nn_fill(b, (float)M_SQRT1_2, &x->shape)));
         hs_instruction *one_e =
-            hs_b_binary(b, HS_OP_ADD, e, hs_nn_fill(b, 1, &x->shape));
+            hs_b_binary(b, HS_OP_ADD, e, hs__nn_fill(b, 1, &x->shape));
         hs_instruction *half_x = hs_b_binary(b, HS_OP_MULTIPLY, x,
-                                             hs_nn_fill(b, 0.5f, &x->shape));
+                                             hs__nn_fill(b, 0.5f, &x->shape));
         return hs_b_binary(b, HS_OP_MULTIPLY, half_x, one_e);
     }
     case HS_BLOCK_SILU:
@@ -114,28 +114,28 @@ hs_instruction *hs_nn_activation(hs_builder *b, hs_block_type act,
         return hs_b_unary(b, HS_OP_LOGISTIC, x);
     default:
         hs_builder_fail(b, HS_ERR_INVALID, "%s is not an activation",
-                        hs_block_type_name(act));
+                        hs__block_type_name(act));
         return NULL;
     }
 }
 
-hs_instruction *hs_nn_softmax(hs_builder *b, hs_instruction *x, int64_t axis)
+hs_instruction *hs__nn_softmax(hs_builder *b, hs_instruction *x, int64_t axis)
 {
     if (!x)
         return NULL;
     axis = norm_axis(x, axis);
     /* Subtracting the maximum keeps exp from overflowing; the result is
      * the same softmax. */
-    hs_instruction *m = hs_nn_reduce_keep(b, x, axis, HS_OP_MAXIMUM);
+    hs_instruction *m = hs__nn_reduce_keep(b, x, axis, HS_OP_MAXIMUM);
     hs_instruction *e = hs_b_unary(b, HS_OP_EXP,
                                    hs_b_binary(b, HS_OP_SUBTRACT, x, m));
-    hs_instruction *s = hs_nn_reduce_keep(b, e, axis, HS_OP_ADD);
+    hs_instruction *s = hs__nn_reduce_keep(b, e, axis, HS_OP_ADD);
     return hs_b_binary(b, HS_OP_DIVIDE, e, s);
 }
 
-hs_instruction *hs_nn_layernorm(hs_builder *b, hs_instruction *x,
-                                hs_instruction *w, hs_instruction *bias,
-                                float eps)
+hs_instruction *hs__nn_layernorm(hs_builder *b, hs_instruction *x,
+                                 hs_instruction *w, hs_instruction *bias,
+                                 float eps)
 {
     if (!x)
         return NULL;
@@ -148,15 +148,15 @@ hs_instruction *hs_nn_layernorm(hs_builder *b, hs_instruction *x,
     if (var)
         inv = hs_b_unary(b, HS_OP_RSQRT,
                          hs_b_binary(b, HS_OP_ADD, var,
-                                     hs_nn_fill(b, eps, &var->shape)));
+                                     hs__nn_fill(b, eps, &var->shape)));
     hs_instruction *y = hs_b_binary(b, HS_OP_MULTIPLY, xc,
                                     broadcast_back(b, inv, x, axis));
-    y = hs_nn_binary_trailing(b, HS_OP_MULTIPLY, y, w);
-    return bias ? hs_nn_binary_trailing(b, HS_OP_ADD, y, bias) : y;
+    y = hs__nn_binary_trailing(b, HS_OP_MULTIPLY, y, w);
+    return bias ? hs__nn_binary_trailing(b, HS_OP_ADD, y, bias) : y;
 }
 
-hs_instruction *hs_nn_rmsnorm(hs_builder *b, hs_instruction *x,
-                              hs_instruction *w, float eps)
+hs_instruction *hs__nn_rmsnorm(hs_builder *b, hs_instruction *x,
+                               hs_instruction *w, float eps)
 {
     if (!x)
         return NULL;
@@ -167,8 +167,8 @@ hs_instruction *hs_nn_rmsnorm(hs_builder *b, hs_instruction *x,
     if (ms)
         inv = hs_b_unary(b, HS_OP_RSQRT,
                          hs_b_binary(b, HS_OP_ADD, ms,
-                                     hs_nn_fill(b, eps, &ms->shape)));
+                                     hs__nn_fill(b, eps, &ms->shape)));
     hs_instruction *y = hs_b_binary(b, HS_OP_MULTIPLY, x,
                                     broadcast_back(b, inv, x, axis));
-    return hs_nn_binary_trailing(b, HS_OP_MULTIPLY, y, w);
+    return hs__nn_binary_trailing(b, HS_OP_MULTIPLY, y, w);
 }

@@ -35,8 +35,8 @@ static hs_instruction *probe_get(hs_param_source *self, hs_builder *b,
                                  const float *values)
 {
     probe_source *s = (probe_source *)self;
-    if (!hs_param_list_add(&s->list, s->arena, name, shape, s->next, kind,
-                           bound, values)) {
+    if (!hs__param_list_add(&s->list, s->arena, name, shape, s->next, kind,
+                            bound, values)) {
         hs_builder_fail(b, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
@@ -63,26 +63,26 @@ static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
     hs_builder *b = m ? hs_builder_new(m, "main", true) : NULL;
     if (!b) {
         hs_module_free(m);
-        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
         return false;
     }
     probe_source src = {.base = {probe_get}, .arena = a, .next = 1};
     hs_trace pt;
-    hs_trace_init(&pt, b, &src.base);
+    hs__trace_init(&pt, b, &src.base);
     pt.max_elements = t->max_elements;
     pt.dtype = t->dtype;
     hs_instruction *y =
-        hs_trace_layer(&pt, blk, name, hs_b_parameter(b, 0, in, "x"));
+        hs__trace_layer(&pt, blk, name, hs_b_parameter(b, 0, in, "x"));
     bool ok = y && hs_builder_ok(b);
     if (!ok) {
         const hs_error *e = hs_builder_error(b);
-        hs_trace_fail(t, pt.fail_path[0] ? pt.fail_path : blk->path,
-                      e->status ? e->status : HS_ERR_INVALID, "%s",
-                      e->message[0] ? e->message : "the layer produced no "
+        hs__trace_fail(t, pt.fail_path[0] ? pt.fail_path : blk->path,
+                       e->status ? e->status : HS_ERR_INVALID, "%s",
+                       e->message[0] ? e->message : "the layer produced no "
                                                    "output");
     } else {
         char prefix[HS_LAYER_NAME_MAX + 32];
-        size_t plen = hs_layer_name_format(name, prefix, sizeof prefix);
+        size_t plen = hs__layer_name_format(name, prefix, sizeof prefix);
         plen += plen ? 1 : 0; /* the '.' after a non-root layer name */
         out->n = src.list.n;
         out->out = y->shape;
@@ -104,9 +104,9 @@ static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
             out->values[j] = p->values;
         }
         if (!ok)
-            hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+            hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
     }
-    hs_param_list_free(&src.list);
+    hs__param_list_free(&src.list);
     hs_builder_free(b);
     hs_module_free(m);
     return ok;
@@ -165,10 +165,10 @@ static hs_instruction *trace_body(hs_builder *body, hs_instruction *x,
                         .prefix_len = strlen(c->body_name) +
                                       (c->body_name[0] ? 1 : 0)};
     hs_trace bt;
-    hs_trace_init(&bt, body, &src.base);
+    hs__trace_init(&bt, body, &src.base);
     bt.max_elements = c->outer->max_elements;
     bt.dtype = c->outer->dtype;
-    hs_instruction *y = hs_trace_layer_named(&bt, c->blk, c->body_name, x);
+    hs_instruction *y = hs__trace_layer_named(&bt, c->blk, c->body_name, x);
     if (!y && bt.fail_path[0] && !c->outer->fail_path[0])
         snprintf(c->outer->fail_path, sizeof c->outer->fail_path, "%s",
                  bt.fail_path);
@@ -198,26 +198,26 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
     if (!stacked || !stack_index) {
         free(stacked);
         free(stack_index);
-        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
         return NULL;
     }
     /* Sizes first, so that errors read like the unrolled ones (no scope). */
     hs_shape *shapes = calloc((size_t)(n ? n : 1), sizeof *shapes);
     if (!shapes)
-        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
     for (int j = 0; shapes && j < n && hs_builder_ok(t->b); j++) {
         const hs_shape *ps = &pr->params[j].shape;
         int64_t dims[HS_MAX_RANK];
         if (ps->rank + 1 > HS_MAX_RANK) {
-            hs_trace_fail(t, blk->path, HS_ERR_SHAPE,
-                          "cannot scan: parameter '%s' has rank %d and "
-                          "stacking adds one",
-                          pr->params[j].name, ps->rank);
+            hs__trace_fail(t, blk->path, HS_ERR_SHAPE,
+                           "cannot scan: parameter '%s' has rank %d and "
+                           "stacking adds one",
+                           pr->params[j].name, ps->rank);
             break;
         }
         dims[0] = count;
         memcpy(dims + 1, ps->dims, sizeof dims[0] * (size_t)ps->rank);
-        if (hs_trace_fits(t, blk->path, ps->rank + 1, dims))
+        if (hs__trace_fits(t, blk->path, ps->rank + 1, dims))
             shapes[j] = hs_shape_make(ps->dtype, ps->rank + 1, dims);
     }
     hs_builder_push_scope(t->b, scope);
@@ -227,11 +227,11 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
                  (long long)i0, (long long)(i0 + count - 1),
                  pr->params[j].name);
         stacked[j] = hs_b_parameter(t->b, ep->next, &shapes[j], name);
-        stack_index[j] = hs_entry_params_add_stack(
+        stack_index[j] = hs__entry_params_add_stack(
             ep, name, pr->params[j].name, ep->next, first, &shapes[j]);
         ep->next++;
         if (stack_index[j] < 0)
-            hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+            hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
     }
     free(shapes);
     hs_builder_pop_scope(t->b);
@@ -241,11 +241,11 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
             snprintf(name, sizeof name, "%s%s%lld.%s", base, dot,
                      (long long)(i0 + r), pr->params[j].name);
             hs_param_list *l = &ep->list;
-            if (!hs_param_list_add(l, ep->arena, name, &pr->params[j].shape,
-                                   stacked[j]->index, pr->kinds[j],
-                                   pr->bounds[j], pr->values[j])) {
-                hs_trace_fail(t, blk->path, HS_ERR_NOMEM,
-                              "out of host memory");
+            if (!hs__param_list_add(l, ep->arena, name, &pr->params[j].shape,
+                                    stacked[j]->index, pr->kinds[j],
+                                    pr->bounds[j], pr->values[j])) {
+                hs__trace_fail(t, blk->path, HS_ERR_NOMEM,
+                               "out of host memory");
                 break;
             }
             l->v[l->n - 1].slice = r;
@@ -261,10 +261,10 @@ static hs_instruction **stack_params(hs_trace *t, hs_entry_params *ep,
 
 /* ---- the scan ------------------------------------------------------------------ */
 
-hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
-                                 const hs_block *blk, int64_t first,
-                                 const hs_layer_name *first_name,
-                                 int64_t count, hs_instruction *x)
+hs_instruction *hs__trace_scanned(hs_trace *t, hs_entry_params *ep,
+                                  const hs_block *blk, int64_t first,
+                                  const hs_layer_name *first_name,
+                                  int64_t count, hs_instruction *x)
 {
     if (!x || !hs_builder_ok(t->b))
         return NULL;
@@ -273,8 +273,8 @@ hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
     if (!a || !layers) {
         hs_arena_free(a);
         free(layers);
-        return hs_trace_fail(t, blk->path, HS_ERR_NOMEM,
-                             "out of host memory");
+        return hs__trace_fail(t, blk->path, HS_ERR_NOMEM,
+                              "out of host memory");
     }
     /* Copies see the same input shape, and so ask for the same parameters,
      * as long as the block keeps the shape of x; when it does not, copy 1
@@ -291,7 +291,7 @@ hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
     char *scope = hs_arena_printf(a, "%s%sscan", base, slash);
     bool ok = body_name && scope;
     if (!ok)
-        hs_trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
     ok = ok && probe_layer(t, a, blk, first_name, &x->shape, &p0);
     bool same = ok && hs_shape_compatible(&p0.out, &x->shape);
     if (ok && !same)
@@ -306,7 +306,7 @@ hs_instruction *hs_trace_scanned(hs_trace *t, hs_entry_params *ep,
     }
     hs_error e;
     if (ok && hs_scan_layers_check(layers, (int)count, &e) != HS_OK) {
-        hs_trace_fail(t, e.path, e.status, "%s", e.message);
+        hs__trace_fail(t, e.path, e.status, "%s", e.message);
         ok = false;
     }
     hs_instruction **stacked =

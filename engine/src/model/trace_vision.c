@@ -27,10 +27,10 @@ static bool require_nchw(hs_trace *t, const hs_block *blk, hs_instruction *x)
         return true;
     char s[128];
     hs_shape_print(&x->shape, false, s, sizeof s);
-    hs_trace_fail(t, blk->path, HS_ERR_INVALID,
-                  "%s needs a 4-D input [batch, channels, height, width] "
-                  "(NCHW, as PyTorch), got %s",
-                  hs_block_type_name(blk->type), s);
+    hs__trace_fail(t, blk->path, HS_ERR_INVALID,
+                   "%s needs a 4-D input [batch, channels, height, width] "
+                   "(NCHW, as PyTorch), got %s",
+                   hs__block_type_name(blk->type), s);
     return false;
 }
 
@@ -52,12 +52,12 @@ static bool spatial_window(hs_trace *t, const hs_block *blk,
         if (hs_window_output_extent(&w->dim[d], n) < 1) {
             char p[300];
             snprintf(p, sizeof p, "%s/kernel_size", blk->path);
-            hs_trace_fail(t, p, HS_ERR_INVALID,
-                          "a kernel of %lld (dilation %lld) does not fit the "
-                          "%s of %lld padded by %lld on each side",
-                          (long long)v->kernel[d], (long long)v->dilation[d],
-                          d ? "width" : "height", (long long)n,
-                          (long long)v->padding[d]);
+            hs__trace_fail(t, p, HS_ERR_INVALID,
+                           "a kernel of %lld (dilation %lld) does not fit the "
+                           "%s of %lld padded by %lld on each side",
+                           (long long)v->kernel[d], (long long)v->dilation[d],
+                           d ? "width" : "height", (long long)n,
+                           (long long)v->padding[d]);
             return false;
         }
     }
@@ -86,9 +86,9 @@ static hs_instruction *emit_conv(hs_trace *t, hs_instruction *x,
         return NULL;
     char window[512], fgc[24];
     if (!hs_window_print(win, window, sizeof window))
-        return hs_trace_fail(t, NULL, HS_ERR_INVALID,
-                             "the convolution's window does not fit its "
-                             "text");
+        return hs__trace_fail(t, NULL, HS_ERR_INVALID,
+                              "the convolution's window does not fit its "
+                              "text");
     snprintf(fgc, sizeof fgc, "%lld", (long long)groups);
     hs_attr attrs[3] = {{"window", window},
                         {"dim_labels", labels},
@@ -108,13 +108,13 @@ static hs_instruction *emit_window(hs_trace *t, hs_instruction *x,
         return NULL;
     char window[512];
     if (!hs_window_print(win, window, sizeof window))
-        return hs_trace_fail(t, NULL, HS_ERR_INVALID,
-                             "the pooling window does not fit its text");
+        return hs__trace_fail(t, NULL, HS_ERR_INVALID,
+                              "the pooling window does not fit its text");
     hs_attr attr = {"window", window};
     hs_shape scalar = hs_shape_scalar(x->shape.dtype);
     hs_instruction *ops[2] = {
-        x, hs_nn_fill(t->b, reducer == HS_OP_MAXIMUM ? -INFINITY : 0.0f,
-                      &scalar)};
+        x, hs__nn_fill(t->b, reducer == HS_OP_MAXIMUM ? -INFINITY : 0.0f,
+                       &scalar)};
     hs_computation *to_apply = hs_b_reducer(t->b, reducer, x->shape.dtype);
     return hs_b_generic(t->b, HS_OP_REDUCE_WINDOW, ops, 2, &attr, 1,
                         &to_apply, 1);
@@ -157,11 +157,11 @@ static hs_instruction *trace_conv2d(hs_trace *t, const hs_block *blk,
     char p[300];
     if (cin % g != 0 || v->out_channels % g != 0) {
         snprintf(p, sizeof p, "%s/groups", blk->path);
-        return hs_trace_fail(t, p, HS_ERR_INVALID,
-                             "groups (%lld) must divide the input channels "
-                             "(%lld) and out_channels (%lld)",
-                             (long long)g, (long long)cin,
-                             (long long)v->out_channels);
+        return hs__trace_fail(t, p, HS_ERR_INVALID,
+                              "groups (%lld) must divide the input channels "
+                              "(%lld) and out_channels (%lld)",
+                              (long long)g, (long long)cin,
+                              (long long)v->out_channels);
     }
     hs_window win;
     if (!spatial_window(t, blk, x, &win))
@@ -171,20 +171,20 @@ static hs_instruction *trace_conv2d(hs_trace *t, const hs_block *blk,
                                                    x->shape.dims[2]),
                            hs_window_output_extent(&win.dim[1],
                                                    x->shape.dims[3])};
-    if (!hs_trace_fits(t, blk->path, 4, out_dims))
+    if (!hs__trace_fits(t, blk->path, 4, out_dims))
         return NULL;
     /* PyTorch's Conv2d: weight [out, in / groups, kh, kw], bias [out],
      * both U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in = in/groups*kh*kw. */
     hs_shape ws = hs_shape_make(HS_F32, 4,
                                 (int64_t[]){v->out_channels, cin / g,
                                             v->kernel[0], v->kernel[1]});
-    float bound = hs_param_fan_in_bound(&ws);
+    float bound = hs__param_fan_in_bound(&ws);
     hs_instruction *w =
-        hs_trace_param(t, "weight", &ws, HS_INIT_UNIFORM, bound);
+        hs__trace_param(t, "weight", &ws, HS_INIT_UNIFORM, bound);
     hs_instruction *bias = NULL;
     if (blk->bias) {
         hs_shape bs = hs_shape_make(HS_F32, 1, &v->out_channels);
-        if (!(bias = hs_trace_param(t, "bias", &bs, HS_INIT_UNIFORM, bound)))
+        if (!(bias = hs__trace_param(t, "bias", &bs, HS_INIT_UNIFORM, bound)))
             return NULL;
     }
     hs_instruction *y = emit_conv(t, x, w, &win, "bf01_oi01->bf01", g);
@@ -205,11 +205,11 @@ static hs_instruction *trace_batchnorm(hs_trace *t, const hs_block *blk,
     int64_t c = x->shape.dims[1];
     hs_shape s = hs_shape_make(HS_F32, 1, &c);
     hs_instruction *a[5] = {
-        x, hs_trace_param(t, "weight", &s, HS_INIT_ONES, 0),
-        hs_trace_param(t, "bias", &s, HS_INIT_ZEROS, 0), NULL, NULL};
+        x, hs__trace_param(t, "weight", &s, HS_INIT_ONES, 0),
+        hs__trace_param(t, "bias", &s, HS_INIT_ZEROS, 0), NULL, NULL};
     if (!blk->vision.training) {
-        a[3] = hs_trace_param(t, "running_mean", &s, HS_INIT_ZEROS, 0);
-        a[4] = hs_trace_param(t, "running_var", &s, HS_INIT_ONES, 0);
+        a[3] = hs__trace_param(t, "running_mean", &s, HS_INIT_ZEROS, 0);
+        a[4] = hs__trace_param(t, "running_var", &s, HS_INIT_ONES, 0);
         if (!a[1] || !a[2] || !a[3] || !a[4])
             return NULL;
         return emit_bn_inference(t, a, blk->eps, 1);
@@ -255,10 +255,10 @@ static hs_instruction *average(hs_trace *t, hs_instruction *x,
         int64_t n = 1;
         for (int d = 0; d < win->rank; d++)
             n *= win->dim[d].size;
-        count = hs_nn_fill(b, (float)n, &sum->shape);
+        count = hs__nn_fill(b, (float)n, &sum->shape);
     } else {
         hs_shape ones = hs_shape_make(HS_F32, x->shape.rank, x->shape.dims);
-        count = emit_window(t, hs_nn_fill(b, 1.0f, &ones), win, HS_OP_ADD);
+        count = emit_window(t, hs__nn_fill(b, 1.0f, &ones), win, HS_OP_ADD);
     }
     return to_type(b, hs_b_binary(b, HS_OP_DIVIDE, sum, count), type);
 }
@@ -275,11 +275,11 @@ static hs_instruction *trace_pool(hs_trace *t, const hs_block *blk,
         if (2 * blk->vision.padding[d] > blk->vision.kernel[d]) {
             char p[300];
             snprintf(p, sizeof p, "%s/padding", blk->path);
-            return hs_trace_fail(t, p, HS_ERR_INVALID,
-                                 "padding (%lld) must be at most half the "
-                                 "kernel size (%lld), as in PyTorch",
-                                 (long long)blk->vision.padding[d],
-                                 (long long)blk->vision.kernel[d]);
+            return hs__trace_fail(t, p, HS_ERR_INVALID,
+                                  "padding (%lld) must be at most half the "
+                                  "kernel size (%lld), as in PyTorch",
+                                  (long long)blk->vision.padding[d],
+                                  (long long)blk->vision.kernel[d]);
         }
     hs_window w = pool_window(&spatial);
     if (blk->type == HS_BLOCK_MAXPOOL2D)
@@ -300,7 +300,7 @@ static hs_instruction *trace_adaptive(hs_trace *t, const hs_block *blk,
         if (n % out[d] != 0) {
             char p[300];
             snprintf(p, sizeof p, "%s/output_size", blk->path);
-            return hs_trace_fail(
+            return hs__trace_fail(
                 t, p, HS_ERR_UNSUPPORTED,
                 "adaptive_avgpool2d to %lldx%lld needs the input's height "
                 "and width to be multiples of it (equal windows), got "
@@ -323,10 +323,10 @@ static hs_instruction *trace_flatten(hs_trace *t, const hs_block *blk,
     if (sd >= rank) {
         char p[300];
         snprintf(p, sizeof p, "%s/start_dim", blk->path);
-        return hs_trace_fail(t, p, HS_ERR_INVALID,
-                             "start_dim %lld is out of range for a %lld-D "
-                             "input",
-                             (long long)sd, (long long)rank);
+        return hs__trace_fail(t, p, HS_ERR_INVALID,
+                              "start_dim %lld is out of range for a %lld-D "
+                              "input",
+                              (long long)sd, (long long)rank);
     }
     int64_t dims[HS_MAX_RANK], n = 1;
     for (int64_t d = 0; d < sd; d++)
@@ -343,21 +343,21 @@ static hs_instruction *relu6(hs_builder *b, hs_instruction *x)
     if (!x)
         return NULL;
     hs_instruction *y =
-        hs_b_binary(b, HS_OP_MAXIMUM, x, hs_nn_fill(b, 0.0f, &x->shape));
-    return hs_b_binary(b, HS_OP_MINIMUM, y, hs_nn_fill(b, 6.0f, &x->shape));
+        hs_b_binary(b, HS_OP_MAXIMUM, x, hs__nn_fill(b, 0.0f, &x->shape));
+    return hs_b_binary(b, HS_OP_MINIMUM, y, hs__nn_fill(b, 6.0f, &x->shape));
 }
 
 /* x * relu6(x + 3) / 6, in PyTorch's order of operations. */
 static hs_instruction *hardswish(hs_builder *b, hs_instruction *x)
 {
     hs_instruction *r = relu6(
-        b, hs_b_binary(b, HS_OP_ADD, x, hs_nn_fill(b, 3.0f, &x->shape)));
+        b, hs_b_binary(b, HS_OP_ADD, x, hs__nn_fill(b, 3.0f, &x->shape)));
     return hs_b_binary(b, HS_OP_DIVIDE, hs_b_binary(b, HS_OP_MULTIPLY, x, r),
-                       hs_nn_fill(b, 6.0f, &x->shape));
+                       hs__nn_fill(b, 6.0f, &x->shape));
 }
 
-hs_instruction *hs_trace_vision(hs_trace *t, const hs_block *blk,
-                                hs_instruction *x)
+hs_instruction *hs__trace_vision(hs_trace *t, const hs_block *blk,
+                                 hs_instruction *x)
 {
     switch (blk->type) {
     case HS_BLOCK_FLATTEN: return trace_flatten(t, blk, x);
@@ -375,8 +375,8 @@ hs_instruction *hs_trace_vision(hs_trace *t, const hs_block *blk,
     case HS_BLOCK_AVGPOOL2D: return trace_pool(t, blk, x);
     case HS_BLOCK_ADAPTIVE_AVGPOOL2D: return trace_adaptive(t, blk, x);
     default:
-        return hs_trace_fail(t, blk->path, HS_ERR_INVALID,
-                             "not a vision block");
+        return hs__trace_fail(t, blk->path, HS_ERR_INVALID,
+                              "not a vision block");
     }
 }
 
@@ -390,10 +390,10 @@ static bool window_list(hs_trace *t, const hs_graph_op *g, const char *key,
     if (n_given >= 0 && n_given != n) {
         char p[300];
         snprintf(p, sizeof p, "%s/attrs/%s", g->path, key);
-        hs_trace_fail(t, p, HS_ERR_INVALID,
-                      "%s needs %d entries (one per window dimension), got "
-                      "%d",
-                      key, n, n_given);
+        hs__trace_fail(t, p, HS_ERR_INVALID,
+                       "%s needs %d entries (one per window dimension), got "
+                       "%d",
+                       key, n, n_given);
         return false;
     }
     for (int d = 0; d < n; d++)
@@ -421,8 +421,8 @@ static bool graph_window(hs_trace *t, const hs_graph_op *g, int n,
     return true;
 }
 
-hs_instruction *hs_trace_graph_vision(hs_trace *t, const hs_graph_op *g,
-                                      hs_instruction *const *a)
+hs_instruction *hs__trace_graph_vision(hs_trace *t, const hs_graph_op *g,
+                                       hs_instruction *const *a)
 {
     if (g->opcode == HS_OP_BATCH_NORM_INFERENCE)
         return emit_bn_inference(t, a, g->value, g->dimension);
@@ -446,10 +446,10 @@ hs_instruction *hs_trace_graph_vision(hs_trace *t, const hs_graph_op *g,
         cd.n_spatial + 2 != a[1]->shape.rank) {
         char s[128];
         hs_shape_print(&a[1]->shape, false, s, sizeof s);
-        return hs_trace_fail(t, g->path, HS_ERR_INVALID,
-                             "the kernel %s does not have the rank of "
-                             "dim_labels %s",
-                             s, labels);
+        return hs__trace_fail(t, g->path, HS_ERR_INVALID,
+                              "the kernel %s does not have the rank of "
+                              "dim_labels %s",
+                              s, labels);
     }
     int64_t sizes[HS_MAX_RANK];
     for (int d = 0; d < cd.n_spatial; d++)

@@ -41,7 +41,7 @@ static bool get_pair(js_walker *w, const json_t *obj, const char *key,
     return true;
 }
 
-bool hs_vision_desc_parse(js_walker *w, const json_t *obj, hs_block *blk)
+bool hs__vision_desc_parse(js_walker *w, const json_t *obj, hs_block *blk)
 {
     hs_vision *v = &blk->vision;
     double p;
@@ -92,8 +92,8 @@ bool hs_vision_desc_parse(js_walker *w, const json_t *obj, hs_block *blk)
 
 static const char *const k_win_reducers[] = {"add", "max", NULL};
 
-bool hs_vision_attrs_parse(js_walker *w, const json_t *at, hs_arena *a,
-                           hs_graph_op *g)
+bool hs__vision_attrs_parse(js_walker *w, const json_t *at, hs_arena *a,
+                            hs_graph_op *g)
 {
     int64_t rmax = HS_MAX_RANK;
     int idx = 0;
