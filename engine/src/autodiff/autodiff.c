@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "autodiff/autodiff_internal.h"
+#include "ir/invariant.h"
 
 struct hs_vjp {
     hs_builder *b;
@@ -107,11 +108,13 @@ static hs_instruction *sum(hs_vjp *v, hs_instruction *acc, hs_instruction *g)
     return acc ? hs_b_binary(v->b, HS_OP_ADD, acc, g) : g;
 }
 
-/* A rule handing over a cotangent of the wrong shape is a bug in the rule;
- * saying which beats a shape error further down. */
+/* A rule handing over a cotangent of the wrong shape is a bug in the rule:
+ * a debug build stops there; a release build fails the gradient saying
+ * which, which beats a shape error further down. */
 static bool check_cotangent(hs_vjp *v, const hs_instruction *x,
                             const hs_shape *want, const hs_instruction *g)
 {
+    HS_ASSERT(same_array(want, &g->shape));
     if (same_array(want, &g->shape))
         return true;
     char a[128], b[128];
@@ -149,6 +152,8 @@ void hs__vjp_acc_elem(hs_vjp *v, hs_instruction *t, int k, hs_instruction *g)
 {
     if (!g || v->failed || !hs__vjp_active(v, t))
         return;
+    /* Rules hand tuple elements only to tuples they built or read. */
+    HS_ASSERT(t->shape.dtype == HS_TUPLE && k >= 0 && k < t->shape.n_elems);
     if (t->shape.dtype != HS_TUPLE || k < 0 || k >= t->shape.n_elems) {
         hs__vjp_fail(v, t, HS_ERR_INVALID,
                      "autodiff: internal error: %s has no tuple element %d",

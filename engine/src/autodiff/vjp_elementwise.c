@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "autodiff/autodiff_internal.h"
+#include "ir/invariant.h"
 
 #define MUL(b, x, y) hs__ad_bin(b, HS_OP_MULTIPLY, x, y)
 #define DIV(b, x, y) hs__ad_bin(b, HS_OP_DIVIDE, x, y)
@@ -70,7 +71,10 @@ static hs_instruction *unary_derivative(hs_builder *b, hs_instruction *y)
     case HS_OP_##E: return EXPR;
         HS_FLOAT_UNARY_DERIVATIVES(DERIVATIVE_CASE)
 #undef DERIVATIVE_CASE
-    default: return NULL; /* hs__vjp_unary is the rule of float unary ops only */
+    default:
+        /* vjp_table.c gives hs__vjp_unary to the float unary ops only */
+        HS_ASSERT(!"a float unary op");
+        return NULL;
     }
 }
 
@@ -216,6 +220,8 @@ void hs__vjp_binary(hs_vjp *v, hs_instruction *y)
 #undef COTANGENTS_CASE
 #undef NO_COTANGENTS_CASE
     default:
+        /* hs__vjp_rule gives hs__vjp_binary only to the ops with a D line */
+        HS_ASSERT(!"a differentiable float binary op");
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
                      "autodiff: no derivative for %s (instruction %s)",
                      hs_opcode_name(y->opcode), y->name);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/invariant.h"
 #include "whatif/offload_internal.h"
 
 typedef struct pair {
@@ -185,7 +186,9 @@ hs_status hs__place_offload_copies(hs_module *m, const hs_device_spec *spec,
         int j = u;
         while (j > lo && t[j] > begin)
             j--;
-        if (j < lo) /* cannot happen: an eviction waits before its use */
+        /* An eviction waits before its use, so the walk stops at lo. */
+        HS_ASSERT(j >= lo);
+        if (j < lo)
             j = lo;
         p->anchor = j;
     }
