@@ -125,6 +125,8 @@ typedef enum hs_op_category {
     X(MAP, "map", -1, HS_CAT_ELEMENTWISE, OWN)                              \
     X(SORT, "sort", -1, HS_CAT_OTHER, OWN)                                  \
     X(RNG, "rng", -1, HS_CAT_OTHER, OWN)                                    \
+    /* XLA's stateless generator: (new state, bits) of a u64 state */     \
+    X(RNG_BIT_GENERATOR, "rng-bit-generator", 1, HS_CAT_OTHER, OWN)        \
     /* tuples */                                                            \
     X(TUPLE, "tuple", -1, HS_CAT_TUPLE, OWN)                                \
     X(GET_TUPLE_ELEMENT, "get-tuple-element", 1, HS_CAT_TUPLE, OWN)         \

@@ -61,6 +61,10 @@
 #define VJP_MAP NULL
 #define VJP_SORT NULL
 #define VJP_RNG NULL
+/* not differentiable: its results are integers (a u64 state and
+ * unsigned bits), which carry no cotangent, as in JAX, whose
+ * rng_bit_generator has no differentiation rule */
+#define VJP_RNG_BIT_GENERATOR NULL
 /* tuples */
 #define VJP_TUPLE hs__vjp_tuple
 #define VJP_GET_TUPLE_ELEMENT hs__vjp_get_tuple_element

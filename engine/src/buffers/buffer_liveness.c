@@ -339,7 +339,8 @@ static bool placement_call(const hs_instruction *i)
     const char *t = i->custom_call_target;
     return t && (strcmp(t, "annotate_device_placement") == 0 ||
                  strcmp(t, "MoveToHost") == 0 ||
-                 strcmp(t, "MoveToDevice") == 0);
+                 strcmp(t, "MoveToDevice") == 0 ||
+                 strcmp(t, "Sharding") == 0);
 }
 
 /* A dynamic-slice of a contiguous window of its operand (the start moves

@@ -277,6 +277,22 @@ static void cost_rng(const hs_device_spec *spec, const hs_instruction *in,
     c->bytes = operand_bytes(in) + arr_bytes(&in->shape);
 }
 
+/* rng-bit-generator: one generator evaluation per element of the result,
+ * state and bits alike, as XLA's HloCostAnalysis counts each a
+ * transcendental (ElementsInRecursive); the state is read, both results
+ * written. */
+static void cost_rng_bit_generator(const hs_device_spec *spec,
+                                   const hs_instruction *in, cost *c)
+{
+    (void)spec;
+    const hs_shape *r = &in->shape;
+    double n = 0;
+    for (int k = 0; r->dtype == HS_TUPLE && k < r->n_elems; k++)
+        n += (double)hs_shape_elements(&r->elems[k]);
+    c->flops = n;
+    c->bytes = operand_bytes(in) + result_bytes(r);
+}
+
 /* The element-wise work of XLA's BatchNormExpander per operand element:
  * training 7 (sum, deviation, square and sum, normalise: subtract,
  * multiply, multiply, add), inference 4 (the normalisation), grad 9 (two
@@ -333,6 +349,11 @@ static void cost_custom_call(const hs_device_spec *spec,
     if (dev_is_host_transfer(in)) {
         c->bytes = arr_bytes(&in->shape);
         c->host_link = true;
+    } else if (dev_is_spmd_shape_call(in) && in->n_operands == 1) {
+        /* the tile read (or written) and the result written */
+        double a = arr_bytes(&in->operands[0]->shape),
+               r = arr_bytes(&in->shape);
+        c->bytes = (a < r ? a : r) + r;
     }
 }
 
@@ -391,6 +412,7 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 #define COST_BATCH_NORM_GRAD COSTED(cost_batch_norm)
 #define COST_SORT COSTED(cost_sort)
 #define COST_RNG COSTED(cost_rng)
+#define COST_RNG_BIT_GENERATOR COSTED(cost_rng_bit_generator)
 #define COST_TUPLE COSTED(cost_free)
 #define COST_GET_TUPLE_ELEMENT COSTED(cost_free)
 #define COST_WHILE COSTED(cost_free) /* its body is charged as it runs */

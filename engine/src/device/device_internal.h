@@ -276,6 +276,18 @@ hs_status dev_k_gather(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_scatter(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_sort(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_rng(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+/* kernels_spmd.c: SPMDFullToShardShape and SPMDShardToFullShape on one
+ * device, playing partition 0: whether in is one of them, its check
+ * (HS_OK or the refusal in x->err), device 0's tile origin computed when
+ * it is planned (in x->arena; NULL: error set) and the kernel. */
+bool dev_is_spmd_shape_call(const hs_instruction *in);
+hs_status dev_spmd_check(dev_ctx *x, const hs_instruction *in);
+int64_t *dev_spmd_plan(dev_ctx *x, const hs_instruction *in);
+hs_status dev_k_spmd_shape(dev_ctx *, const dev_step *, dev_val **,
+                           dev_val **);
+/* kernels_rng_bits.c */
+hs_status dev_k_rng_bit_generator(dev_ctx *, const dev_step *, dev_val **,
+                                  dev_val **);
 
 /* kernels_window.c, kernels_batch_norm.c */
 hs_status dev_k_reduce_window(dev_ctx *, const dev_step *, dev_val **,

@@ -61,11 +61,12 @@
 #define KERNEL_MAP NOT_RUN("map has no kernel yet")
 #define KERNEL_SORT RUN(dev_k_sort)
 #define KERNEL_RNG RUN(dev_k_rng)
+#define KERNEL_RNG_BIT_GENERATOR RUN(dev_k_rng_bit_generator)
 /* tuples */
 #define KERNEL_TUPLE RUN(dev_k_tuple)
 #define KERNEL_GET_TUPLE_ELEMENT RUN(dev_k_get_tuple_element)
-/* control flow; a custom-call runs only for the identity targets of host
- * offloading (dev_kernel_for checks the target) */
+/* control flow; a custom-call runs only for the targets dev_kernel_for
+ * lists */
 #define KERNEL_WHILE RUN(dev_k_while)
 #define KERNEL_CALL RUN(dev_k_call)
 #define KERNEL_CONDITIONAL NOT_RUN("conditional has no kernel yet")
@@ -101,17 +102,29 @@ const dev_kernel_entry *dev_kernel_entry_of(hs_opcode op)
     return (unsigned)op < HS_OP_COUNT ? &table[op] : &table[HS_OP_UNKNOWN];
 }
 
-static bool identity_custom_call(const hs_instruction *in)
-{
-    const char *t = in->custom_call_target;
-    return t && (strcmp(t, "annotate_device_placement") == 0 ||
-                 strcmp(t, "MoveToHost") == 0 ||
-                 strcmp(t, "MoveToDevice") == 0);
-}
+/* The custom-call targets the device runs: the identities of host
+ * offloading and of the SPMD partitioner's Sharding, and the partitioner's
+ * shape changes (kernels_spmd.c). Any other target is refused by name. */
+static const struct {
+    const char *target;
+    dev_kernel kernel;
+} custom_calls[] = {
+    {"annotate_device_placement", dev_k_custom_call},
+    {"MoveToHost", dev_k_custom_call},
+    {"MoveToDevice", dev_k_custom_call},
+    {"Sharding", dev_k_custom_call},
+    {"SPMDFullToShardShape", dev_k_spmd_shape},
+    {"SPMDShardToFullShape", dev_k_spmd_shape},
+};
 
 dev_kernel dev_kernel_for(const hs_instruction *in)
 {
-    if (in->opcode == HS_OP_CUSTOM_CALL && !identity_custom_call(in))
-        return NULL;
-    return dev_kernel_entry_of(in->opcode)->kernel;
+    if (in->opcode != HS_OP_CUSTOM_CALL)
+        return dev_kernel_entry_of(in->opcode)->kernel;
+    const char *t = in->custom_call_target;
+    for (size_t k = 0; t && k < sizeof custom_calls / sizeof custom_calls[0];
+         k++)
+        if (strcmp(t, custom_calls[k].target) == 0)
+            return custom_calls[k].kernel;
+    return NULL;
 }

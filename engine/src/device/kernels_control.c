@@ -102,8 +102,8 @@ hs_status dev_k_call(dev_ctx *x, const dev_step *s, dev_val **f,
     return st;
 }
 
-/* annotate_device_placement, MoveToHost, MoveToDevice: the data is
- * unchanged; when the memory space changes the buffer is copied so that
+/* annotate_device_placement, MoveToHost, MoveToDevice, Sharding: the
+ * data is unchanged; when the memory space changes the buffer is copied so that
  * the accounting sees it move. */
 hs_status dev_k_custom_call(dev_ctx *x, const dev_step *s, dev_val **f,
                             dev_val **out)

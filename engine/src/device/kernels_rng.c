@@ -20,45 +20,15 @@
 #include <string.h>
 
 #include "device/device_internal.h"
+#include "numerics/counter_rng.h"
 #include "numerics/element_types.h"
-
-static inline uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t *hi)
-{
-    uint64_t p = (uint64_t)a * b;
-    *hi = (uint32_t)(p >> 32);
-    return (uint32_t)p;
-}
-
-/* Philox-4x32 with 10 rounds: four 32-bit outputs of counter ctr. */
-static void philox4x32(const uint32_t key_in[2], const uint32_t ctr_in[4],
-                       uint32_t out[4])
-{
-    uint32_t k0 = key_in[0], k1 = key_in[1];
-    uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
-    for (int r = 0; r < 10; r++) {
-        uint32_t h0, h1;
-        uint32_t l0 = mulhilo(0xD2511F53u, c0, &h0);
-        uint32_t l1 = mulhilo(0xCD9E8D57u, c2, &h1);
-        uint32_t n0 = h1 ^ c1 ^ k0, n2 = h0 ^ c3 ^ k1;
-        c0 = n0;
-        c1 = l1;
-        c2 = n2;
-        c3 = l0;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
-}
 
 /* 64 random bits for element j (two of the four words of its block). */
 static uint64_t bits64(const uint32_t key[2], int64_t j, int half)
 {
     uint32_t ctr[4] = {(uint32_t)j, (uint32_t)((uint64_t)j >> 32),
                        (uint32_t)half, 0}, o[4];
-    philox4x32(key, ctr, o);
+    rng_philox4x32_10(key, ctr, o);
     return (uint64_t)o[0] << 32 | o[1];
 }
 

@@ -168,6 +168,10 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
                                           "match");
         break;
     }
+    case HS_OP_CUSTOM_CALL:
+        if (dev_is_spmd_shape_call(in))
+            return dev_spmd_check(x, in);
+        break;
     case HS_OP_FUSION:
         if (in->n_called < 1 || !in->called[0])
             return hs_error_set(x->err, HS_ERR_INVALID,
@@ -674,6 +678,8 @@ static hs_status build_plan(dev_ctx *x, const hs_computation *c,
         if (in->opcode == HS_OP_DYNAMIC_SLICE)
             s->aux = dev_dynamic_slice_is_view(in);
         if (in->opcode == HS_OP_PAD && !(s->data = dev_pad_config(x, in)))
+            return x->err->status;
+        if (dev_is_spmd_shape_call(in) && !(s->data = dev_spmd_plan(x, in)))
             return x->err->status;
         j++;
     }

@@ -382,6 +382,7 @@ typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 #define FOLD_MAP NULL
 #define FOLD_SORT NULL
 #define FOLD_RNG NULL
+#define FOLD_RNG_BIT_GENERATOR NULL
 /* tuples, control flow, memory, collectives: not values to fold */
 #define FOLD_TUPLE NULL
 #define FOLD_GET_TUPLE_ELEMENT NULL
