@@ -7,11 +7,13 @@
 #ifndef HLOSCOPE_HLO_TEST_HELPERS_H
 #define HLOSCOPE_HLO_TEST_HELPERS_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "hloscope/hs_device.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
+#include "hloscope/hs_program.h"
 #include "hloscope/hs_tensor.h"
 
 static inline hs_module *parse(const char *text)
@@ -101,6 +103,42 @@ static inline hs_tensor **run_f32(const hs_module *m, const float *const *data,
     if (st != HS_OK)
         fail_msg("run: %s", err.message);
     return out;
+}
+
+/* HLO text compiles as the CLI compiles it, prints back as a fixed point
+ * at both stages (print(parse(print(m))) == print(m), traced and
+ * optimized) and passes the check before a run; the printed traced module
+ * must contain each of the n strings of needles. */
+static inline void assert_compiles_and_prints_back(const char *text,
+                                                   const char *const *needles,
+                                                   int n)
+{
+    hs_program_source src = {.kind = HS_SOURCE_HLO, .text = text,
+                             .len = strlen(text)};
+    hs_program_options o;
+    hs_program_options_init(&o);
+    hs_error err;
+    hs_error_clear(&err);
+    hs_program *p = hs_program_build(&src, &o, &err);
+    if (!p)
+        fail_msg("build: %s", err.message);
+    const hs_module *stages[2] = {p->traced, p->optimized};
+    for (int k = 0; k < 2; k++) {
+        char *once = print(stages[k]);
+        for (int j = 0; k == 0 && j < n; j++)
+            assert_contains(once, needles[j]);
+        hs_module *again = parse(once);
+        if (hs_module_verify(again, &err) != HS_OK)
+            fail_msg("the printed module does not verify: %s", err.message);
+        char *twice = print(again);
+        assert_string_equal(once, twice);
+        free(once);
+        free(twice);
+        hs_module_free(again);
+    }
+    if (hs_program_check_run(p, &err) != HS_OK)
+        fail_msg("check: %s", err.message);
+    hs_program_free(p);
 }
 
 /* Parsing and verifying text must fail with a message naming instr and
