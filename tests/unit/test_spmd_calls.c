@@ -81,6 +81,34 @@ static void device_0s_tile_goes_in_and_comes_back(void **state)
     hs_tensors_free(out, n);
 }
 
+/* f32[5] over four devices in reverse: tiles of 2, device 0's the
+ * fourth, which starts past the end (elements 6 and 7): all padding, and
+ * nothing of it comes back. */
+static void a_tile_past_the_end_is_all_padding(void **state)
+{
+    (void)state;
+    const char *text =
+        "HloModule m\nENTRY e {\n"
+        "  p = f32[5] parameter(0)\n"
+        "  s = f32[5] custom-call(p), custom_call_target=\"Sharding\", "
+        "sharding={devices=[4]3,2,1,0}\n"
+        "  m = f32[2] custom-call(s), "
+        "custom_call_target=\"SPMDFullToShardShape\", sharding={manual}\n"
+        "  o = f32[2] constant({7, 8})\n"
+        "  a = f32[2] add(m, o)\n"
+        "  y = f32[5] custom-call(a), "
+        "custom_call_target=\"SPMDShardToFullShape\", "
+        "sharding={devices=[4]3,2,1,0}\n"
+        "  ROOT t = (f32[2], f32[5]) tuple(m, y)\n}\n";
+    int n;
+    hs_tensor **out = run_counting(text, 5, &n);
+    const float *m = hs_tensor_f32(out[0]), *y = hs_tensor_f32(out[1]);
+    assert_true(m[0] == 0.0f && m[1] == 0.0f);
+    for (int k = 0; k < 5; k++)
+        assert_true(y[k] == 0.0f);
+    hs_tensors_free(out, n);
+}
+
 /* 2-d tiles: f32[4,6] as [2,2] tiles of [2,3]; the device list and a
  * replicated subgroup put device 0 on the last tile, or on tile (0, 1). */
 static void two_dimensional_tiles_and_subgroups(void **state)
@@ -212,6 +240,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(device_0s_tile_goes_in_and_comes_back),
+        cmocka_unit_test(a_tile_past_the_end_is_all_padding),
         cmocka_unit_test(two_dimensional_tiles_and_subgroups),
         cmocka_unit_test(a_shard_map_module_from_xla_runs),
         cmocka_unit_test(misfits_and_other_targets_are_refused_up_front),

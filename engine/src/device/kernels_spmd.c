@@ -145,8 +145,8 @@ hs_status dev_k_spmd_shape(dev_ctx *x, const dev_step *s, dev_val **f,
     if (!y)
         return x->err->status;
     bool down = to_shard(in);
-    const hs_shape *full = down ? a->shape : &in->shape;
-    const hs_shape *shard = down ? &in->shape : a->shape;
+    const hs_shape *full = down ? &in->operands[0]->shape : &in->shape;
+    const hs_shape *shard = down ? &in->shape : &in->operands[0]->shape;
     int rank = full->rank, es = dev_esize(in->shape.dtype);
     memset(y->block->data, 0,
            (size_t)(hs_shape_elements(&in->shape) * es));
@@ -157,6 +157,11 @@ hs_status dev_k_spmd_shape(dev_ctx *x, const dev_step *s, dev_val **f,
     for (int d = 0; d < rank; d++) {
         int64_t room = full->dims[d] - origin[d];
         box[d] = room < 0 ? 0 : room < shard->dims[d] ? room : shard->dims[d];
+        /* a tile wholly past the end is all padding */
+        if (box[d] == 0) {
+            *out = y;
+            return HS_OK;
+        }
         off += origin[d] * fs[d];
     }
     char *fd = (down ? (char *)a->block->data : (char *)y->block->data) +
