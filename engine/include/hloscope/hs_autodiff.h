@@ -30,8 +30,8 @@
  * table indexed by hs_opcode (engine/src/autodiff/vjp_table.c: one entry per
  * opcode, NULL = not differentiable). Cotangents reaching a value from
  * several users are summed with `add`. An active instruction without a rule
- * is an error naming it ("autodiff: no gradient rule for sort (instruction
- * sort.12, op_name layers.0/graph/s)").
+ * is an error naming it ("autodiff: no gradient rule for map (instruction
+ * map.12, op_name layers.0/graph/s)").
  *
  * Gradient instructions carry metadata op_name "backward/<forward op_name>"
  * (the prefix is hs_autodiff_options.scope), so a layer's backward pass is

@@ -124,6 +124,7 @@ typedef enum hs_op_category {
     X(BATCH_NORM_GRAD, "batch-norm-grad", 5, HS_CAT_REDUCTION, OWN)         \
     X(MAP, "map", -1, HS_CAT_ELEMENTWISE, OWN)                              \
     X(SORT, "sort", -1, HS_CAT_OTHER, OWN)                                  \
+    X(TOPK, "topk", 1, HS_CAT_OTHER, OWN)                                   \
     X(RNG, "rng", -1, HS_CAT_OTHER, OWN)                                    \
     /* XLA's stateless generator: (new state, bits) of a u64 state */     \
     X(RNG_BIT_GENERATOR, "rng-bit-generator", 1, HS_CAT_OTHER, OWN)        \

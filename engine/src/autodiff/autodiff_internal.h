@@ -78,6 +78,12 @@ hs_instruction *hs__ad_emit(hs_builder *b, hs_opcode op,
  * builder's error set. */
 hs_computation *hs__ad_scalar_comp(hs_builder *b, const char *base,
                                    hs_opcode op, hs_direction d, hs_dtype t);
+/* Appends the instruction proto describes (opcode, operands, dims,
+ * called computations, text attributes; shape inferred, op_name the
+ * builder's scope): what hs__ad_emit does, for an op with dimensions=
+ * and a called computation (sort). */
+hs_instruction *hs__ad_emit_proto(hs_builder *b,
+                                  const hs_instruction *proto);
 /* Transposes x by perm unless perm is the identity. */
 hs_instruction *hs__ad_transpose(hs_builder *b, hs_instruction *x,
                                  const int64_t *perm);
@@ -119,7 +125,27 @@ int hs__vjp_reducer_op(const hs_instruction *y);
 
 /* vjp_gather.c */
 void hs__vjp_gather(hs_vjp *v, hs_instruction *y);
+/* The upper bound of each index component, broadcast to i's shape and
+ * type: x's size minus the window's (d->slice_sizes) along the operand
+ * dimension the component indexes. What gather clamps to, and past which
+ * scatter skips a window. */
+hs_instruction *hs__ad_index_upper(hs_builder *b, hs_instruction *i,
+                                   const hs_gather_dims *d,
+                                   const hs_shape *x);
+
+/* vjp_scatter.c: scatter with an add, overwrite or multiply update */
 void hs__vjp_scatter(hs_vjp *v, hs_instruction *y);
+
+/* vjp_sort.c, vjp_topk.c */
+void hs__vjp_sort(hs_vjp *v, hs_instruction *y);
+/* topk, and the TopK custom-call (hs__vjp_custom_call hands it over) */
+void hs__vjp_topk(hs_vjp *v, hs_instruction *y);
+/* scatter-add of g into zeros shaped like x (g's type) at positions idx
+ * along dimension dim, batched over every other dimension: g and idx
+ * have x's dimensions but along dim. What sort and topk hand back. */
+hs_instruction *hs__ad_scatter_along(hs_builder *b, const hs_shape *x,
+                                     int dim, hs_instruction *idx,
+                                     hs_instruction *g);
 
 /* vjp_window.c, vjp_batch_norm.c */
 void hs__vjp_reduce_window(hs_vjp *v, hs_instruction *y);

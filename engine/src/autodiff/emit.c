@@ -87,6 +87,11 @@ static hs_instruction *emit_proto(hs_builder *b, const hs_instruction *proto)
     return i;
 }
 
+hs_instruction *hs__ad_emit_proto(hs_builder *b, const hs_instruction *proto)
+{
+    return emit_proto(b, proto);
+}
+
 hs_instruction *hs__ad_raw(hs_builder *b, hs_opcode op, const hs_shape *shape,
                            hs_instruction *const *ops, int n,
                            const int64_t *dims, int n_dims)

@@ -111,6 +111,10 @@ done:
 void hs__vjp_custom_call(hs_vjp *v, hs_instruction *y)
 {
     const char *t = y->custom_call_target ? y->custom_call_target : "";
+    if (strcmp(t, "TopK") == 0) { /* the top-k of torch_xla and JAX dumps */
+        hs__vjp_topk(v, y);
+        return;
+    }
     hs_instruction *gy = hs__vjp_cotangent(v, y);
     hs_placement place = hs_instruction_placement(y);
     bool to_host = place == HS_PLACEMENT_HOST || strcmp(t, "MoveToHost") == 0;

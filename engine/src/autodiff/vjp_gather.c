@@ -1,33 +1,23 @@
-/* vjp_gather.c - VJP rules of gather and scatter, each the transpose of
- * the other under the same dimension numbers (as JAX writes them,
- * jax/_src/lax/slicing.py):
+/* vjp_gather.c - the VJP rule of gather, the transpose of gather under
+ * the same dimension numbers (as JAX writes it, jax/_src/lax/slicing.py):
  *
  *     gather(x, i)            dx = scatter-add(zeros, i', g): the
  *                             cotangent added back where each slice came
  *                             from. i' is i clamped as the gather clamped
  *                             it, so that the scatter (which skips out of
  *                             range windows) adds where the gather read.
- *     scatter-add(x, i, u)    dx = g; du = gather(g, i) with window-sized
- *                             slices (x + S(u) is linear in both).
  *
- * Not exact yet: an update window the scatter skipped (out of range)
- * gets the cotangent of the window gather reads instead (gather clamps),
- * not zero.
- *
- * Any other update computation of scatter (assignment, max, a general
- * computation) has no rule here: the gradient fails naming the
- * instruction. The indices are integers and get no cotangent. */
+ * Scatter's rules are in vjp_scatter.c; both share the bound past which
+ * a window does not fit (hs__ad_index_upper). The indices are integers
+ * and get no cotangent. */
 #include <stdio.h>
 #include <string.h>
 
 #include "autodiff/autodiff_internal.h"
 
-/* i clamped per component of its index vector to [0, operand size -
- * slice size] along the operand dimension that component indexes: gather's
- * own clamping, made explicit. */
-static hs_instruction *clamp_indices(hs_builder *b, hs_instruction *i,
-                                     const hs_gather_dims *d,
-                                     const hs_shape *x)
+hs_instruction *hs__ad_index_upper(hs_builder *b, hs_instruction *i,
+                                   const hs_gather_dims *d,
+                                   const hs_shape *x)
 {
     int n = d->n_start_index_map;
     hs_instruction *hi[HS_MAX_RANK];
@@ -44,14 +34,23 @@ static hs_instruction *clamp_indices(hs_builder *b, hs_instruction *i,
     if (i->shape.dtype != HS_S32)
         bounds = hs_b_convert(b, bounds, i->shape.dtype);
     int64_t ivd = d->index_vector_dim;
-    hs_instruction *hi_b;
-    if (ivd < i->shape.rank) {
-        hi_b = hs_b_broadcast(b, bounds, &i->shape, &ivd, 1);
-    } else {
-        /* implicit index vector: one component, a scalar bound */
-        hs_instruction *s = hs_b_reshape(b, bounds, 0, NULL);
-        hi_b = hs_b_broadcast(b, s, &i->shape, NULL, 0);
-    }
+    if (ivd < i->shape.rank)
+        return hs_b_broadcast(b, bounds, &i->shape, &ivd, 1);
+    /* implicit index vector: one component, a scalar bound */
+    hs_instruction *s = hs_b_reshape(b, bounds, 0, NULL);
+    return hs_b_broadcast(b, s, &i->shape, NULL, 0);
+}
+
+/* i clamped per component of its index vector to [0, operand size -
+ * slice size] along the operand dimension that component indexes: gather's
+ * own clamping, made explicit. */
+static hs_instruction *clamp_indices(hs_builder *b, hs_instruction *i,
+                                     const hs_gather_dims *d,
+                                     const hs_shape *x)
+{
+    hs_instruction *hi_b = hs__ad_index_upper(b, i, d, x);
+    if (!hi_b)
+        return NULL;
     hs_instruction *zero = hs_b_const_s32(b, 0);
     if (zero && i->shape.dtype != HS_S32)
         zero = hs_b_convert(b, zero, i->shape.dtype);
@@ -93,60 +92,5 @@ void hs__vjp_gather(hs_vjp *v, hs_instruction *y)
     }
     hs_instruction *ops[3] = {zeros, clamp_indices(b, i, &d, &x->shape), g};
     hs__vjp_acc(v, x, hs__ad_emit(b, HS_OP_SCATTER, ops, 3, &add, 1, attrs,
-                                  n_attrs));
-}
-
-/* Whether y's update computation adds its two parameters. */
-static bool adds(const hs_instruction *y)
-{
-    const hs_computation *c = y->n_called ? y->called[0] : NULL;
-    const hs_instruction *r = c ? c->root : NULL;
-    return r && c->n_params == 2 && r->opcode == HS_OP_ADD &&
-           r->n_operands == 2 && r->operands[0] != r->operands[1] &&
-           r->operands[0]->opcode == HS_OP_PARAMETER &&
-           r->operands[1]->opcode == HS_OP_PARAMETER;
-}
-
-void hs__vjp_scatter(hs_vjp *v, hs_instruction *y)
-{
-    if (y->n_operands != 3 || !adds(y)) {
-        hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
-                     "autodiff: no gradient rule for a scatter whose update "
-                     "computation is not an add of one operand "
-                     "(instruction %s)", y->name);
-        return;
-    }
-    hs_builder *b = hs__vjp_builder(v);
-    hs_instruction *x = y->operands[0], *i = y->operands[1];
-    hs_instruction *u = y->operands[2], *g = hs__vjp_cotangent(v, y);
-    hs__vjp_acc(v, x, g);
-    if (!hs__vjp_active(v, u))
-        return;
-    hs_gather_dims d;
-    hs_error e;
-    if (hs_instruction_scatter(y, &d, &e) != HS_OK) {
-        hs__vjp_fail(v, y, e.status, "autodiff: %s", e.message);
-        return;
-    }
-    /* the slice sizes: 1 on inserted and batching dimensions, the update
-     * window's sizes on the others, in order */
-    bool window[HS_MAX_RANK];
-    for (int k = 0; k < x->shape.rank; k++)
-        window[k] = true;
-    for (int k = 0; k < d.n_collapsed; k++)
-        window[d.collapsed[k]] = false;
-    for (int k = 0; k < d.n_operand_batching; k++)
-        window[d.operand_batching[k]] = false;
-    d.n_slice_sizes = x->shape.rank;
-    for (int k = 0, j = 0; k < x->shape.rank; k++)
-        d.slice_sizes[k] = window[k] ? u->shape.dims[d.offset[j++]] : 1;
-    hs_attr attrs[HS_GATHER_MAX_ATTRS];
-    int n_attrs = hs_gather_attrs(&d, hs_builder_module(b)->arena, attrs);
-    if (n_attrs < 0) {
-        hs__vjp_fail(v, y, HS_ERR_NOMEM, "autodiff: out of host memory");
-        return;
-    }
-    hs_instruction *ops[2] = {g, i};
-    hs__vjp_acc(v, u, hs__ad_emit(b, HS_OP_GATHER, ops, 2, NULL, 0, attrs,
                                   n_attrs));
 }

@@ -59,7 +59,8 @@
 #define VJP_BATCH_NORM_INFERENCE hs__vjp_batch_norm_inference
 #define VJP_BATCH_NORM_GRAD NULL
 #define VJP_MAP NULL
-#define VJP_SORT NULL
+#define VJP_SORT hs__vjp_sort
+#define VJP_TOPK hs__vjp_topk
 #define VJP_RNG NULL
 /* not differentiable: its results are integers (a u64 state and
  * unsigned bits), which carry no cotangent, as in JAX, whose

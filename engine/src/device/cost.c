@@ -267,6 +267,27 @@ static void cost_sort(const hs_device_spec *spec, const hs_instruction *in,
     c->bytes = operand_bytes(in) + result_bytes(&in->shape);
 }
 
+/* topk (and the TopK custom-call): a selection of k out of each row of
+ * n, charged as XLA's CPU runtime does it (std::partial_sort: about
+ * n * log2(k) comparisons a row), reading x and writing the values and
+ * indices. */
+static void cost_topk(const hs_device_spec *spec, const hs_instruction *in,
+                      cost *c)
+{
+    (void)spec;
+    if (in->n_operands < 1 || in->shape.dtype != HS_TUPLE ||
+        in->shape.n_elems < 1)
+        return;
+    const hs_shape *x = &in->operands[0]->shape;
+    const hs_shape *v = &in->shape.elems[0];
+    int64_t k = v->rank ? v->dims[v->rank - 1] : 1;
+    double levels = 0;
+    for (uint64_t w = k > 1 ? (uint64_t)(k - 1) : 0; w; w >>= 1)
+        levels++;
+    c->flops = (double)hs_shape_elements(x) * (levels > 0 ? levels : 1);
+    c->bytes = operand_bytes(in) + result_bytes(&in->shape);
+}
+
 /* rng: one generator evaluation per element, counted as one FLOP, and
  * the result written. */
 static void cost_rng(const hs_device_spec *spec, const hs_instruction *in,
@@ -355,6 +376,8 @@ static void cost_custom_call(const hs_device_spec *spec,
                r = arr_bytes(&in->shape);
         c->bytes = (a < r ? a : r) + r;
     }
+    if (dev_is_topk_call(in))
+        cost_topk(spec, in, c);
 }
 
 static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
@@ -411,6 +434,7 @@ static void cost_fusion(const hs_device_spec *spec, const hs_instruction *in,
 #define COST_BATCH_NORM_INFERENCE COSTED(cost_batch_norm)
 #define COST_BATCH_NORM_GRAD COSTED(cost_batch_norm)
 #define COST_SORT COSTED(cost_sort)
+#define COST_TOPK COSTED(cost_topk)
 #define COST_RNG COSTED(cost_rng)
 #define COST_RNG_BIT_GENERATOR COSTED(cost_rng_bit_generator)
 #define COST_TUPLE COSTED(cost_free)

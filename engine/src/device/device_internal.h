@@ -275,6 +275,13 @@ hs_status dev_run_in_f32(dev_ctx *x, const dev_step *s, dev_val **f,
 hs_status dev_k_gather(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_scatter(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_sort(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+/* kernels_topk.c: topk, and the TopK custom-call (dev_is_topk_call),
+ * which runs when its comparator and shapes are XLA's (dev_topk_call_runs) */
+hs_status dev_k_topk(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_topk_call(dev_ctx *, const dev_step *, dev_val **,
+                          dev_val **);
+bool dev_is_topk_call(const hs_instruction *in);
+bool dev_topk_call_runs(const hs_instruction *in);
 hs_status dev_k_rng(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 /* kernels_spmd.c: SPMDFullToShardShape and SPMDShardToFullShape on one
  * device, playing partition 0: whether in is one of them, its check

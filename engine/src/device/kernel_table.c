@@ -60,6 +60,7 @@
 #define KERNEL_BATCH_NORM_GRAD RUN(dev_k_batch_norm_grad)
 #define KERNEL_MAP NOT_RUN("map has no kernel yet")
 #define KERNEL_SORT RUN(dev_k_sort)
+#define KERNEL_TOPK RUN(dev_k_topk)
 #define KERNEL_RNG RUN(dev_k_rng)
 #define KERNEL_RNG_BIT_GENERATOR RUN(dev_k_rng_bit_generator)
 /* tuples */
@@ -104,7 +105,8 @@ const dev_kernel_entry *dev_kernel_entry_of(hs_opcode op)
 
 /* The custom-call targets the device runs: the identities of host
  * offloading and of the SPMD partitioner's Sharding, and the partitioner's
- * shape changes (kernels_spmd.c). Any other target is refused by name. */
+ * shape changes (kernels_spmd.c); TopK too (kernels_topk.c), when its
+ * comparator is one it knows. Any other target is refused by name. */
 static const struct {
     const char *target;
     dev_kernel kernel;
@@ -121,6 +123,8 @@ dev_kernel dev_kernel_for(const hs_instruction *in)
 {
     if (in->opcode != HS_OP_CUSTOM_CALL)
         return dev_kernel_entry_of(in->opcode)->kernel;
+    if (dev_is_topk_call(in)) /* runs only when its comparator is XLA's */
+        return dev_topk_call_runs(in) ? dev_k_topk_call : NULL;
     const char *t = in->custom_call_target;
     for (size_t k = 0; t && k < sizeof custom_calls / sizeof custom_calls[0];
          k++)

@@ -176,6 +176,7 @@ hs_status hs__infer_u32_scalar(const hs_instruction *i, hs_arena *a,
 #define SHAPE_BATCH_NORM_INFERENCE RULE(batch_norm_inference)
 #define SHAPE_BATCH_NORM_GRAD RULE(batch_norm_grad)
 #define SHAPE_SORT RULE(sort)
+#define SHAPE_TOPK RULE(topk)
 #define SHAPE_RNG RULE(rng)
 #define SHAPE_RNG_BIT_GENERATOR RULE(rng_bit_generator)
 /* tuples and control flow */

@@ -381,6 +381,7 @@ typedef hs_instruction *(*fold_rule)(hs_instruction *i, int64_t n);
 #define FOLD_BATCH_NORM_GRAD NULL
 #define FOLD_MAP NULL
 #define FOLD_SORT NULL
+#define FOLD_TOPK NULL
 #define FOLD_RNG NULL
 #define FOLD_RNG_BIT_GENERATOR NULL
 /* tuples, control flow, memory, collectives: not values to fold */
