@@ -46,6 +46,12 @@ void hs__vjp_acc_elem(hs_vjp *v, hs_instruction *t, int k,
 void hs__vjp_fail(hs_vjp *v, const hs_instruction *y, hs_status s,
                   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* ", op_name <op_name>" of y, or nothing: two printf arguments after a
+ * "%s%s" that follows y's name in a rule's error, so that an error about
+ * an inlined copy still says where in the user's program it is. */
+#define OP_NAME(y) (y)->op_name ? ", op_name " : "", \
+                   (y)->op_name ? (y)->op_name : ""
+
 /* ---- emit.c: builder shorthands (NULL in, NULL out) ---------------------- */
 
 /* An array of shape's dimensions (f32), every element v. */

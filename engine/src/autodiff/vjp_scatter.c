@@ -171,9 +171,9 @@ static void overwrite_rule(scatter_vjp *s)
     for (int k = 0; k < s->n_scat; k++)
         n_ids *= bdims[k] = us->dims[s->scat[k]];
     if (n_ids >= INT32_MAX) {
-        hs__vjp_fail(s->v, s->y, HS_ERR_UNSUPPORTED, "autodiff: scatter %s "
-                     "has %lld update windows, more than s32 ids count",
-                     s->y->name, (long long)n_ids);
+        hs__vjp_fail(s->v, s->y, HS_ERR_UNSUPPORTED, "autodiff: scatter "
+                     "%s%s%s has %lld update windows, more than s32 ids "
+                     "count", s->y->name, OP_NAME(s->y), (long long)n_ids);
         return;
     }
     hs_shape flat = hs_shape_make(HS_S32, 1, &n_ids);
@@ -231,8 +231,9 @@ static void multiply_rule(scatter_vjp *s)
     if (!unique || strcmp(unique, "true") != 0) {
         hs__vjp_fail(s->v, s->y, HS_ERR_UNSUPPORTED,
                      "autodiff: the gradient of a multiply scatter's updates "
-                     "needs unique_indices=true (instruction %s: updates "
-                     "that meet multiply each other)", s->y->name);
+                     "needs unique_indices=true (instruction %s%s%s: updates "
+                     "that meet multiply each other)", s->y->name,
+                     OP_NAME(s->y));
         return;
     }
     hs_instruction *x = s->x;
@@ -250,9 +251,9 @@ void hs__vjp_scatter(hs_vjp *v, hs_instruction *y)
     if (y->n_operands != 3 || c == COMB_OTHER) {
         const hs_computation *comp = y->n_called ? y->called[0] : NULL;
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
-                     "autodiff: no gradient rule for scatter %s: %s (update "
-                     "computation %s: %s; add, overwrite, keep and multiply "
-                     "have rules)", y->name,
+                     "autodiff: no gradient rule for scatter %s%s%s: %s "
+                     "(update computation %s: %s; add, overwrite, keep and "
+                     "multiply have rules)", y->name, OP_NAME(y),
                      y->n_operands != 3 ? "a variadic scatter"
                                         : "its update computation",
                      comp ? comp->name : "(none)", what);

@@ -134,8 +134,8 @@ void hs__vjp_sort(hs_vjp *v, hs_instruction *y)
     bool any = false;
     if (n > HS_MAX_RANK || y->n_dims != 1 || y->n_called != 1) {
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED, "autodiff: no gradient rule "
-                     "for a sort of %d operands (instruction %s)", n,
-                     y->name);
+                     "for a sort of %d operands (instruction %s%s%s)", n,
+                     y->name, OP_NAME(y));
         return;
     }
     for (int k = 0; k < n; k++) {

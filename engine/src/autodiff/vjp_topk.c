@@ -19,7 +19,7 @@ void hs__vjp_topk(hs_vjp *v, hs_instruction *y)
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
                      "autodiff: no gradient rule for a top-k that is not "
                      "(values, s32 indices) of one operand of rank >= 1 "
-                     "(instruction %s)", y->name);
+                     "(instruction %s%s%s)", y->name, OP_NAME(y));
         return;
     }
     if (!hs__vjp_active(v, x))
