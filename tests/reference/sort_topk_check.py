@@ -81,6 +81,16 @@ mul {
   b = f32[] parameter(1)
   ROOT m = f32[] multiply(a, b)
 }
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+min {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] minimum(b, a)
+}
 """
 
 
@@ -203,6 +213,19 @@ def cases(rng):
             "index_vector_dim=1, unique_indices=true, to_apply=mul"],
            [10, 6], lambda e, ids, u: e.index_reduce(0, ids.long(), u, "prod"),
            [0, 2])
+    # maximum / minimum with ties between the operand and several updates
+    # (small integers), duplicate rows and a row out of range (7 of 6)
+    em = rng.integers(-2, 3, (6, 4)).astype(np.float32)
+    um = rng.integers(-2, 3, (6, 4)).astype(np.float32)
+    dup = np.array([0, 2, 0, 5, 7, 2], dtype=np.int32)
+    inr = [0, 1, 2, 3, 5]
+    for op, red in (("max", "amax"), ("min", "amin")):
+        yield ("scatter_%s_ties_grad" % op, [("e", em), ("ids", dup), ("u", um)],
+               ["out = f32[6,4] scatter(e, ids, u), update_window_dims={1}, "
+                "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+                "index_vector_dim=1, to_apply=%s" % op],
+               [6, 4], lambda e, ids, u, red=red: e.index_reduce(
+                   0, ids[inr].long(), u[inr], red), [0, 2])
     # scatter-add whose windows 1 and 2 do not fit: skipped forward, so
     # their updates get no gradient (before: the clamped window's)
     bad = np.array([2, 10, -1, 4, 9], dtype=np.int32)

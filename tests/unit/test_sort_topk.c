@@ -4,7 +4,7 @@
  * Mixtral's form and refusing an unknown comparator up front (and the real
  * Mixtral dump's 64 TopK calls no longer among its blockers); and the
  * gradient rules' refusals, each naming the instruction: scatter with a
- * maximum update, a multiply scatter's updates without unique_indices, a
+ * subtracting update, a multiply scatter's updates without unique_indices, a
  * variadic scatter. The numerics against PyTorch are
  * tests/reference/sort_topk_check.py's.
  */
@@ -33,8 +33,8 @@
     "eq {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"           \
     "  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"                 \
     "  ROOT r = pred[] compare(a, b), direction=EQ\n}\n"                   \
-    "max {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
-    "  ROOT m = f32[] maximum(a, b)\n}\n"                                  \
+    "sub {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
+    "  ROOT m = f32[] subtract(a, b)\n}\n"                                 \
     "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
     "  ROOT s = f32[] add(a, b)\n}\n"                                      \
     "mul {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"          \
@@ -209,11 +209,11 @@ static void scatter_gradients_without_a_rule_name_the_instruction(void **s)
     assert_grad_refused(
         "  e = f32[6,3] parameter(0)\n  i = s32[2] parameter(1)\n"
         "  u = f32[2,3] parameter(2)\n"
-        "  sc = f32[6,3] scatter(e, i, u), " SCATTER_ROWS ", to_apply=max, "
+        "  sc = f32[6,3] scatter(e, i, u), " SCATTER_ROWS ", to_apply=sub, "
         "metadata={op_name=\"layers.0/sc\"}\n"
         "  z = f32[] constant(0)\n"
         "  ROOT l = f32[] reduce(sc, z), dimensions={0,1}, to_apply=add\n",
-        both, 2, "layers.0/sc", "maximum", "update computation max");
+        both, 2, "layers.0/sc", "subtract", "update computation sub");
     assert_grad_refused(
         "  e = f32[6,3] parameter(0)\n  i = s32[2] parameter(1)\n"
         "  u = f32[2,3] parameter(2)\n"

@@ -23,9 +23,13 @@
  *                updates meet, so, as in JAX's _scatter_mul_transpose_rule,
  *                it needs unique_indices=true and is refused otherwise
  *
- * maximum, minimum and any other update computation, and variadic
- * scatters, have no rule: the gradient fails naming the instruction and
- * the computation. The indices are integers and get no cotangent. */
+ *     maximum,   JAX's _scatter_extremal_jvp transposed: the cotangent
+ *     minimum    of an element shared evenly between the operand and the
+ *                updates equal to the result (extremal_rule)
+ *
+ * Any other update computation, and variadic scatters, have no rule: the
+ * gradient fails naming the instruction and the computation. The indices
+ * are integers and get no cotangent. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +40,7 @@ typedef enum combiner {
     COMB_OVERWRITE,
     COMB_KEEP,
     COMB_MULTIPLY,
+    COMB_EXTREMAL, /* maximum, minimum */
     COMB_OTHER,
 } combiner;
 
@@ -62,6 +67,8 @@ static combiner combiner_of(const hs_instruction *y, const char **what)
         return COMB_ADD;
     if (r->opcode == HS_OP_MULTIPLY)
         return COMB_MULTIPLY;
+    if (r->opcode == HS_OP_MAXIMUM || r->opcode == HS_OP_MINIMUM)
+        return COMB_EXTREMAL;
     return COMB_OTHER;
 }
 
@@ -244,6 +251,80 @@ static void multiply_rule(scatter_vjp *s)
                                                         s->g, xt))));
 }
 
+/* scatter-add of a (u's dimensions) into zeros shaped like x, under y's
+ * dimension numbers. */
+static hs_instruction *scatter_add(scatter_vjp *s, hs_instruction *a)
+{
+    hs_builder *b = s->b;
+    hs_attr attrs[HS_GATHER_MAX_ATTRS];
+    int n_attrs = hs_scatter_attrs(&s->d, hs_builder_module(b)->arena,
+                                   attrs);
+    hs_computation *add = hs__ad_scalar_comp(b, "add_f32", HS_OP_ADD,
+                                             HS_DIR_NONE, HS_F32);
+    if (n_attrs < 0 || !add) {
+        hs_builder_fail(b, HS_ERR_NOMEM, "autodiff: out of host memory");
+        return NULL;
+    }
+    hs_instruction *ops[3] = {hs__ad_zeros(b, &s->x->shape), s->i, a};
+    return hs__ad_emit(b, HS_OP_SCATTER, ops, 3, &add, 1, attrs, n_attrs);
+}
+
+/* maximum, minimum: JAX's _scatter_extremal_jvp, transposed. Where the
+ * result equals the operand (kept) and n updates equal it too (won),
+ * each of the n + 1 gets an equal share of the cotangent (PyTorch's
+ * scatter_reduce amax/amin do the same); without the operand, each
+ * winning update gets 1/n. With G the window gather and c the result's
+ * cotangent:
+ *     du = applied ? u_coef · G(c) : 0
+ *     dx = c + S(applied ? x_coef · G(c) : 0)
+ * u_coef = won ? (kept ? 1/(n_won + 1) : 1/n_won) : 0 and x_coef =
+ * ((kept ? 1/(n_won + 1) : 0) − 1) / n_refs, so the n_refs updates of an
+ * element together leave the operand its share. f32, as autodiff is. */
+static void extremal_rule(scatter_vjp *s)
+{
+    hs_builder *b = s->b;
+    if (s->x->shape.dtype != HS_F32 || s->u->shape.dtype != HS_F32) {
+        hs__vjp_fail(s->v, s->y, HS_ERR_UNSUPPORTED, "autodiff: scatter "
+                     "%s%s%s: a maximum or minimum scatter is differentiated "
+                     "at f32 only", s->y->name, OP_NAME(s->y));
+        return;
+    }
+    const hs_shape *us = &s->u->shape;
+    hs_instruction *one = hs__ad_fill(b, 1.0f, us), *zero = hs__ad_zeros(b,
+                                                                         us);
+    hs_instruction *target = gather_windows(s, s->y);
+    hs_instruction *won = hs_b_compare(b, HS_DIR_EQ, s->u, target);
+    hs_instruction *kept =
+        hs_b_compare(b, HS_DIR_EQ, gather_windows(s, s->x), target);
+    hs_instruction *n_won = gather_windows(
+        s, scatter_add(s, hs_b_select(b, won, one, zero)));
+    hs_instruction *n_refs = gather_windows(s, scatter_add(s, one));
+    hs_instruction *share_kept =
+        hs__ad_bin(b, HS_OP_DIVIDE, one, hs__ad_bin(b, HS_OP_ADD, n_won, one));
+    hs_instruction *u_coef = hs_b_select(
+        b, won,
+        hs_b_select(b, kept, share_kept,
+                    hs__ad_bin(b, HS_OP_DIVIDE, one, n_won)),
+        zero);
+    hs_instruction *x_coef = hs__ad_bin(
+        b, HS_OP_DIVIDE,
+        hs__ad_bin(b, HS_OP_SUBTRACT, hs_b_select(b, kept, share_kept, zero),
+                   one),
+        n_refs);
+    hs_instruction *mask = applied(s);
+    hs_instruction *gc = gather_windows(s, s->g);
+    hs__vjp_acc(s->v, s->x,
+                hs__ad_bin(b, HS_OP_ADD, s->g,
+                           scatter_add(s, keep_where(b, mask,
+                                                     hs__ad_bin(b,
+                                                                HS_OP_MULTIPLY,
+                                                                x_coef, gc)))));
+    if (hs__vjp_active(s->v, s->u))
+        hs__vjp_acc(s->v, s->u,
+                    keep_where(b, mask,
+                               hs__ad_bin(b, HS_OP_MULTIPLY, u_coef, gc)));
+}
+
 void hs__vjp_scatter(hs_vjp *v, hs_instruction *y)
 {
     const char *what;
@@ -252,8 +333,8 @@ void hs__vjp_scatter(hs_vjp *v, hs_instruction *y)
         const hs_computation *comp = y->n_called ? y->called[0] : NULL;
         hs__vjp_fail(v, y, HS_ERR_UNSUPPORTED,
                      "autodiff: no gradient rule for scatter %s%s%s: %s "
-                     "(update computation %s: %s; add, overwrite, keep and "
-                     "multiply have rules)", y->name, OP_NAME(y),
+                     "(update computation %s: %s; add, overwrite, keep, "
+                     "multiply, maximum and minimum have rules)", y->name, OP_NAME(y),
                      y->n_operands != 3 ? "a variadic scatter"
                                         : "its update computation",
                      comp ? comp->name : "(none)", what);
@@ -299,6 +380,7 @@ void hs__vjp_scatter(hs_vjp *v, hs_instruction *y)
         break;
     case COMB_OVERWRITE: overwrite_rule(&s); break;
     case COMB_MULTIPLY: multiply_rule(&s); break;
+    case COMB_EXTREMAL: extremal_rule(&s); break;
     default: break;
     }
 }
