@@ -81,7 +81,9 @@ static bool topk_shapes(const hs_instruction *in)
         if (v->dims[d] != want || ix->dims[d] != want)
             return false;
     }
-    return v->dims[x->rank - 1] <= x->dims[x->rank - 1];
+    /* s32 indices: a row of more than 2^31 - 1 has no index type */
+    return v->dims[x->rank - 1] <= x->dims[x->rank - 1] &&
+           x->dims[x->rank - 1] <= INT32_MAX;
 }
 
 bool dev_is_topk_call(const hs_instruction *in)
