@@ -226,6 +226,16 @@ def cases(rng):
                 "index_vector_dim=1, to_apply=%s" % op],
                [6, 4], lambda e, ids, u, red=red: e.index_reduce(
                    0, ids[inr].long(), u[inr], red), [0, 2])
+    # multiply with repeated rows and one out of range: the operand's
+    # gradient (the updates' needs unique indices)
+    rep = np.array([7, 2, 7, 11], dtype=np.int32)
+    u4 = rng.standard_normal((4, 6)).astype(np.float32)
+    yield ("scatter_multiply_repeated_rows", [("e", e), ("ids", rep), ("u", u4)],
+           ["out = f32[10,6] scatter(e, ids, u), update_window_dims={1}, "
+            "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+            "index_vector_dim=1, to_apply=mul"],
+           [10, 6], lambda e, ids, u: e.index_reduce(0, ids[:3].long(), u[:3], "prod"),
+           [0])
     # scatter-add whose windows 1 and 2 do not fit: skipped forward, so
     # their updates get no gradient (before: the clamped window's)
     bad = np.array([2, 10, -1, 4, 9], dtype=np.int32)
