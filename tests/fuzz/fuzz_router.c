@@ -9,7 +9,7 @@
  *     {"hlo": "HloModule m ..."}
  *
  * (the first line is the method and target; header lines up to an empty
- * line; the rest is the body). The harness does what http_server.c's
+ * line; the rest is the body). The harness does what http_transport.c's
  * on_request and dispatch do with libmicrohttpd's view of it: the
  * Content-Length check, route matching (404/405), the static files of the
  * explorer, the decoded query, the deadline, and a deferred handler run a
@@ -247,7 +247,7 @@ static bool read_wire(const char *d, size_t n, wire *w)
     return true;
 }
 
-/* ---- dispatch, as http_server.c does it ------------------------------------ */
+/* ---- dispatch, as http_transport.c does it --------------------------------- */
 
 static int64_t deadline(const srv_request *rq, bool *bad)
 {

@@ -1,6 +1,8 @@
-/* http_server.c - `hloscope serve`: libmicrohttpd with an internal epoll
- * thread pool, per-connection request state, suspend/resume hand-off to
- * the worker pool, and graceful shutdown on SIGTERM/SIGINT.
+/* http_transport.c - `hloscope serve` on libmicrohttpd: the daemon with an
+ * internal epoll thread pool, per-connection read deadlines, per-request
+ * state, request framing and limits, and the suspend/resume hand-off to
+ * the worker pool. The serve options are in http_serve_options.c, start
+ * and shutdown in http_serve.c.
  *
  * Concurrency model: MHD_USE_EPOLL_INTERNAL_THREAD with a pool of
  * --threads event-loop threads answers everything that is quick (health,
@@ -10,70 +12,26 @@
  * worker threads, so an event-loop thread is never blocked and a long run
  * does not delay a health check (docs/API.md has the measurement). */
 #include <arpa/inet.h>
-#include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <microhttpd.h>
 
 #include "api.h"
 #include "http.h"
+#include "http_serve.h"
 #include "store.h"
-#include "worker.h"
-#include "hloscope/hs_render.h"
 
 double srv_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void srv_config_defaults(srv_config *c)
-{
-    memset(c, 0, sizeof *c);
-    c->bind = SRV_DEFAULT_BIND;
-    c->port = SRV_DEFAULT_PORT;
-    c->data_dir = SRV_DEFAULT_DATA;
-#ifdef HS_EXAMPLES_DIR
-    c->examples_dir = HS_EXAMPLES_DIR;
-#endif
-#ifdef HS_WEB_DIR
-    c->web_dir = HS_WEB_DIR;
-#endif
-    c->threads = 4;
-    c->workers = 2;
-    c->isolate = 1;
-    c->worker_memory = SRV_DEFAULT_WORKER_MEMORY;
-    c->conn_limit = 1024;
-    /* A class behind one NAT address shares the per-IP budget (40 browsers
-     * with 6 connections each), and slow clients no longer hold slots for
-     * long: the read deadlines below close them. */
-    c->per_ip_limit = 256;
-    c->conn_timeout_s = 20;
-    c->header_timeout_s = SRV_DEFAULT_HEADER_TIMEOUT_S;
-    c->body_timeout_s = SRV_DEFAULT_BODY_TIMEOUT_S;
-    c->conn_memory = 64 * 1024;
-    c->cache_bytes = SRV_DEFAULT_CACHE_BYTES;
-    c->max_store_bytes = SRV_DEFAULT_MAX_STORE_BYTES;
-    c->shutdown_grace_ms = 10000;
-    c->limits.max_body_bytes = SRV_DEFAULT_MAX_BODY;
-    c->limits.max_json_depth = HS_MODEL_DEFAULT_MAX_JSON_DEPTH;
-    c->limits.max_layers = HS_MODEL_DEFAULT_MAX_LAYERS;
-    c->limits.max_tensor_elements = HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS;
-    c->limits.max_instructions = SRV_DEFAULT_MAX_INSTRUCTIONS;
-    c->limits.max_run_flops = SRV_DEFAULT_MAX_RUN_FLOPS;
-    c->limits.max_run_bytes = SRV_DEFAULT_MAX_RUN_BYTES;
-    c->limits.max_render_nodes = SRV_DEFAULT_MAX_RENDER_NODES;
-    c->limits.deadline_ms = SRV_DEFAULT_DEADLINE_MS;
-    c->limits.max_inflight = SRV_DEFAULT_MAX_INFLIGHT;
 }
 
 /* ---- read deadlines --------------------------------------------------------- */
@@ -174,7 +132,7 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-static struct srv_watchdog *watchdog_start(const srv_config *c)
+struct srv_watchdog *srv_watchdog_start(const srv_config *c)
 {
     struct srv_watchdog *wd = calloc(1, sizeof *wd);
     if (!wd)
@@ -191,7 +149,7 @@ static struct srv_watchdog *watchdog_start(const srv_config *c)
 }
 
 /* After MHD_stop_daemon: every connection has been reported closed. */
-static void watchdog_stop(struct srv_watchdog *wd)
+void srv_watchdog_stop(struct srv_watchdog *wd)
 {
     if (!wd)
         return;
@@ -566,128 +524,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     atomic_fetch_sub(&s->active, 1);
 }
 
-/* ---- the serve command ------------------------------------------------------ */
-
-typedef enum { OPT_STR, OPT_INT, OPT_I64, OPT_UINT, OPT_SIZE, OPT_DBL } opt_kind;
-
-typedef struct option_row {
-    const char *flag;
-    opt_kind kind;
-    size_t offset;
-    const char *help;
-} option_row;
-
-#define CFG(f) offsetof(srv_config, f)
-static const option_row k_options[] = {
-    {"--port", OPT_INT, CFG(port), "TCP port (0: any free port, printed)"},
-    {"--bind", OPT_STR, CFG(bind), "address to listen on"},
-    {"--data", OPT_STR, CFG(data_dir), "directory of the SQLite store"},
-    {"--examples", OPT_STR, CFG(examples_dir), "directory of example models"},
-    {"--web", OPT_STR, CFG(web_dir), "built browser explorer (web/dist)"},
-    {"--threads", OPT_INT, CFG(threads), "libmicrohttpd event-loop threads"},
-    {"--workers", OPT_INT, CFG(workers), "compile/run/render worker threads"},
-    {"--max-connections", OPT_UINT, CFG(conn_limit), "open connections"},
-    {"--max-per-ip", OPT_UINT, CFG(per_ip_limit), "connections per client IP (0: no limit)"},
-    {"--connection-timeout", OPT_UINT, CFG(conn_timeout_s), "idle seconds"},
-    {"--header-timeout", OPT_UINT, CFG(header_timeout_s),
-     "seconds to send a request head (0: none)"},
-    {"--body-timeout", OPT_UINT, CFG(body_timeout_s),
-     "seconds to send a request body (0: none)"},
-    {"--connection-memory", OPT_SIZE, CFG(conn_memory), "bytes of headers per connection"},
-    {"--cache-bytes", OPT_SIZE, CFG(cache_bytes), "artefact LRU budget"},
-    {"--max-store-bytes", OPT_I64, CFG(max_store_bytes),
-     "SQLite store bytes, then eviction (0: none)"},
-    {"--shutdown-grace-ms", OPT_I64, CFG(shutdown_grace_ms), "in-flight work at shutdown"},
-    {"--max-body", OPT_SIZE, CFG(limits.max_body_bytes), "request body bytes (413)"},
-    {"--max-json-depth", OPT_INT, CFG(limits.max_json_depth), "JSON nesting"},
-    {"--max-layers", OPT_I64, CFG(limits.max_layers), "blocks after repeat"},
-    {"--max-tensor-elements", OPT_I64, CFG(limits.max_tensor_elements), "elements of one tensor"},
-    {"--max-instructions", OPT_I64, CFG(limits.max_instructions), "traced instructions"},
-    {"--max-run-flops", OPT_DBL, CFG(limits.max_run_flops), "FLOPs a run may execute"},
-    {"--max-run-bytes", OPT_DBL, CFG(limits.max_run_bytes), "bytes a run may touch"},
-    {"--max-render-nodes", OPT_I64, CFG(limits.max_render_nodes), "nodes in one graph"},
-    {"--deadline-ms", OPT_I64, CFG(limits.deadline_ms), "per request (0: none)"},
-    {"--max-inflight", OPT_INT, CFG(limits.max_inflight), "compiles/runs at once (429)"},
-    {"--inline-work", OPT_INT, CFG(inline_work),
-     "1: work on the event loop (to measure)"},
-    {"--isolate", OPT_INT, CFG(isolate),
-     "1: compiles/runs in worker processes; 0: in process"},
-    {"--worker-memory", OPT_SIZE, CFG(worker_memory),
-     "bytes of address space per worker (0: none)"},
-};
-#define N_OPTIONS ((int)(sizeof k_options / sizeof k_options[0]))
-
-static void serve_usage(FILE *f)
-{
-    srv_config d;
-    srv_config_defaults(&d);
-    fprintf(f, "usage: hloscope serve [options]\n\noptions (defaults in docs/API.md):\n");
-    for (int k = 0; k < N_OPTIONS; k++) {
-        const option_row *o = &k_options[k];
-        const void *v = (const char *)&d + o->offset;
-        char def[64];
-        switch (o->kind) {
-        case OPT_STR: {
-            const char *str = *(const char *const *)v;
-            snprintf(def, sizeof def, "%s", str ? str : "-");
-            break;
-        }
-        case OPT_INT: snprintf(def, sizeof def, "%d", *(const int *)v); break;
-        case OPT_UINT: snprintf(def, sizeof def, "%u", *(const unsigned *)v); break;
-        case OPT_I64: snprintf(def, sizeof def, "%lld", (long long)*(const int64_t *)v); break;
-        case OPT_SIZE: snprintf(def, sizeof def, "%zu", *(const size_t *)v); break;
-        case OPT_DBL: snprintf(def, sizeof def, "%g", *(const double *)v); break;
-        }
-        fprintf(f, "  %-22s %-44s [%s]\n", o->flag, o->help, def);
-    }
-}
-
-static int parse_serve_args(int argc, char **argv, srv_config *c)
-{
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            serve_usage(stdout);
-            exit(0);
-        }
-        const option_row *o = NULL;
-        for (int k = 0; k < N_OPTIONS; k++)
-            if (strcmp(argv[i], k_options[k].flag) == 0)
-                o = &k_options[k];
-        if (!o) {
-            fprintf(stderr, "hloscope serve: unknown option '%s'\n", argv[i]);
-            serve_usage(stderr);
-            return -1;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "hloscope serve: %s needs a value\n", argv[i]);
-            return -1;
-        }
-        const char *v = argv[++i];
-        char *end = NULL;
-        void *field = (char *)c + o->offset;
-        errno = 0;
-        switch (o->kind) {
-        case OPT_STR: *(const char **)field = v; end = (char *)v + strlen(v); break;
-        case OPT_INT: *(int *)field = (int)strtol(v, &end, 10); break;
-        case OPT_UINT: *(unsigned *)field = (unsigned)strtoul(v, &end, 10); break;
-        case OPT_I64: *(int64_t *)field = strtoll(v, &end, 10); break;
-        case OPT_SIZE: *(size_t *)field = (size_t)strtoull(v, &end, 10); break;
-        case OPT_DBL: *(double *)field = strtod(v, &end); break;
-        }
-        if (errno || !end || *end || end == v) {
-            fprintf(stderr, "hloscope serve: %s: bad value '%s'\n", o->flag, v);
-            return -1;
-        }
-    }
-    if (c->threads < 1 || c->workers < 1 || c->port < 0 || c->port > 65535 ||
-        c->limits.max_inflight < 1 || c->limits.max_json_depth < 1) {
-        fprintf(stderr, "hloscope serve: --threads, --workers, --max-inflight and "
-                        "--max-json-depth must be >= 1; --port in [0, 65535]\n");
-        return -1;
-    }
-    return 0;
-}
-
 static int make_addr(const srv_config *c, struct sockaddr_storage *ss,
                      bool *ipv6)
 {
@@ -709,7 +545,7 @@ static int make_addr(const srv_config *c, struct sockaddr_storage *ss,
     return -1;
 }
 
-static struct MHD_Daemon *start_daemon(srv *s)
+struct MHD_Daemon *srv_daemon_start(srv *s)
 {
     struct sockaddr_storage ss;
     bool ipv6;
@@ -734,153 +570,4 @@ static struct MHD_Daemon *start_daemon(srv *s)
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape_url, NULL,
         MHD_OPTION_END);
-}
-
-/* Waits until nothing is in flight or the deadline passes. */
-static bool drain(srv *s, double until)
-{
-    while (atomic_load(&s->inflight) > 0 || atomic_load(&s->active) > 0) {
-        if (srv_now() > until)
-            return false;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return true;
-}
-
-/* An evicted result's artefacts leave the LRU with it: its link answers
- * 410 everywhere, not the summary that happened to be cached. */
-static void drop_evicted(const char *const *ids, int n, void *user)
-{
-    srv *s = user;
-    if (s->lru)
-        store_lru_drop_ids(s->lru, ids, n);
-}
-
-static void srv_free(srv *s)
-{
-    watchdog_stop(s->watchdog);
-    srv_pool_free(s->pool);
-    srv_workers_free(s->workers);
-    hs_render_shutdown();
-    store_close(s->store);
-    api_pins_free(s->pins);
-    store_lru_free(s->lru);
-    api_examples_free(s->examples);
-    hs_compile_cache_free(s->compile_cache);
-    srv_metrics_free(s->metrics);
-    api_flights_free(s->flights);
-}
-
-int cli_serve(int argc, char **argv)
-{
-    static srv s; /* lives for the whole process */
-    srv_config_defaults(&s.cfg);
-    if (parse_serve_args(argc, argv, &s.cfg) != 0)
-        return 2;
-    s.started = srv_now();
-    hs_error e;
-    hs_error_clear(&e);
-    if (!(s.store = store_open(s.cfg.data_dir, &e))) {
-        fprintf(stderr, "hloscope serve: %s: %s\n", s.cfg.data_dir, e.message);
-        return 1;
-    }
-    /* Nothing is being computed yet: a pending row was being computed by a
-     * server that died or stopped. It is marked, not computed again. */
-    api_mark_interrupted(&s, NULL,
-                         "the server stopped (a crash, a kill or a restart) while "
-                         "computing it");
-    int n_examples = 0;
-    s.examples = api_examples_load(s.cfg.examples_dir, &n_examples);
-    s.pins = api_pins_new(&s);
-    store_set_pins(s.store, api_pins_match, s.pins, api_pins_generation(s.pins));
-    store_set_evict_hook(s.store, drop_evicted, &s);
-    store_set_limit(s.store, s.cfg.max_store_bytes);
-    s.lru = store_lru_new(s.cfg.cache_bytes);
-    s.compile_cache = hs_compile_cache_new(256);
-    s.metrics = srv_metrics_new();
-    s.flights = api_flights_new();
-
-    /* The layout server is forked from this process: do it while there is
-     * one thread (docs/RENDER.md). A failure here is retried at the first
-     * layout. */
-    if (hs_render_init(&e) != HS_OK)
-        fprintf(stderr, "hloscope serve: layout server: %s\n", e.message);
-    /* Signals go to the thread waiting in sigwait, never to a worker: block
-     * them before any thread starts (threads inherit the mask). */
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    /* One compile/run process per pool thread (worker.h): spawned, not
-     * forked, so starting them among threads is safe. */
-    if (s.cfg.isolate && !s.cfg.inline_work &&
-        !(s.workers = srv_workers_new(s.cfg.workers, s.cfg.worker_memory, &e))) {
-        fprintf(stderr, "hloscope serve: %s\n", e.message);
-        srv_free(&s);
-        return 1;
-    }
-    s.pool = srv_pool_new(s.cfg.workers);
-    s.watchdog = watchdog_start(&s.cfg);
-    if (!s.lru || !s.compile_cache || !s.metrics || !s.flights || !s.pool ||
-        !s.watchdog) {
-        fprintf(stderr, "hloscope serve: out of host memory\n");
-        srv_free(&s);
-        return 1;
-    }
-    struct MHD_Daemon *d = start_daemon(&s);
-    if (!d) {
-        fprintf(stderr, "hloscope serve: cannot listen on %s:%d\n", s.cfg.bind, s.cfg.port);
-        srv_free(&s);
-        return 1;
-    }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    unsigned port = info ? info->port : (unsigned)s.cfg.port;
-    bool v6 = strchr(s.cfg.bind, ':') != NULL;
-    printf("hloscope: serving http://%s%s%s:%u/ (data %s, %d examples, %d threads, "
-           "%d workers)\n",
-           v6 ? "[" : "", s.cfg.bind, v6 ? "]" : "", port, s.cfg.data_dir, n_examples,
-           s.cfg.threads, s.cfg.workers);
-    fflush(stdout);
-    store_usage u;
-    store_get_usage(s.store, &u);
-    fprintf(stderr,
-            "hloscope: store %.1f MiB used of %.0f MiB (--max-store-bytes), %lld results "
-            "(%lld pinned, %lld evicted)\n",
-            (double)u.bytes / 1048576.0, (double)s.cfg.max_store_bytes / 1048576.0,
-            (long long)u.rows, (long long)u.pinned, (long long)u.evicted);
-
-    int sig = 0;
-    while (sigwait(&set, &sig) != 0)
-        ;
-    /* Stop accepting, answer what is in flight (new requests on open
-     * connections get 503), then cancel what is still running: compiles,
-     * layouts, device runs, training and step runs all watch s.cancel. */
-    fprintf(stderr, "hloscope: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-    atomic_store(&s.shutting_down, true);
-    MHD_socket listener = MHD_quiesce_daemon(d);
-    double until = srv_now() + (double)s.cfg.shutdown_grace_ms * 1e-3;
-    bool drained = drain(&s, until);
-    if (!drained) {
-        atomic_store(&s.cancel, true);
-        drained = drain(&s, srv_now() + 2.0);
-    }
-    if (!drained) {
-        /* Something did not stop within 2 s of the cancel (a trace or an
-         * autodiff, which have no cancel point): leave without waiting for
-         * it. The store is consistent (WAL). */
-        fprintf(stderr, "hloscope: %d requests still running; exiting\n",
-                atomic_load(&s.inflight));
-        fflush(stderr);
-        _exit(0);
-    }
-    MHD_stop_daemon(d);
-    if (listener != MHD_INVALID_SOCKET)
-        close(listener);
-    srv_free(&s);
-    fprintf(stderr, "hloscope: stopped\n");
-    return 0;
 }
