@@ -14,6 +14,10 @@
 
 #include "hloscope/hs_render.h"
 
+static int draw_graph(const hs_module *m, const hs_render_options *o,
+                      const srv_request *rq, api_graph_format fmt,
+                      srv_reply *rp, hs_error *e);
+
 /* Layout time: the render module's own limit, or less when the request's
  * deadline is nearer. */
 static int64_t layout_timeout_ms(const srv_request *rq, hs_error *e)
@@ -47,11 +51,40 @@ static int layout_svg(const srv_request *rq, char *dot, const char *engine,
     return 0;
 }
 
-int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
-                     api_graph_format fmt, srv_reply *rp, hs_error *e)
+/* What the device's cost model charges each instruction of m, in the
+ * render module's terms (by instruction id); NULL with *e set on failure. */
+static hs_render_cost *graph_costs(const hs_module *m, const char *device,
+                                   hs_error *e)
+{
+    size_t n = (size_t)m->next_id + 1;
+    hs_instruction_cost *each = calloc(n, sizeof *each);
+    hs_render_cost *costs = calloc(n, sizeof *costs);
+    hs_run_stats st;
+    if (!each || !costs) {
+        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+    } else if (hs_device_estimate_each(m, hs_device_find(device), each, &st,
+                                       e) == HS_OK) {
+        for (size_t k = 0; k < n; k++)
+            costs[k] = (hs_render_cost){each[k].flops, each[k].seconds};
+        free(each);
+        return costs;
+    }
+    free(each);
+    free(costs);
+    return NULL;
+}
+
+int api_render_graph(srv *s, const hs_module *m, const char *device,
+                     const srv_request *rq, api_graph_format fmt,
+                     srv_reply *rp, hs_error *e)
 {
     hs_render_options o;
     memset(&o, 0, sizeof o);
+    if (hs_render_overlay_parse(srv_query(rq, "overlay"), &o.overlay, e) !=
+        HS_OK) {
+        snprintf(e->path, sizeof e->path, "?overlay");
+        return -1;
+    }
     o.computation = srv_query(rq, "computation");
     o.expand = srv_query(rq, "expand");
     o.around = srv_query(rq, "around");
@@ -69,6 +102,26 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
         }
         o.hops = (int)k;
     }
+    /* graph.json always carries each node's FLOPs and seconds; a drawing
+     * needs them only to colour by them. */
+    hs_render_cost *costs = NULL;
+    if (fmt == API_GRAPH_JSON || o.overlay == HS_OVERLAY_FLOPS ||
+        o.overlay == HS_OVERLAY_TIME) {
+        if (!(costs = graph_costs(m, device, e)))
+            return -1;
+        o.costs = costs;
+        o.n_costs = m->next_id + 1;
+    }
+    int rc = draw_graph(m, &o, rq, fmt, rp, e);
+    free(costs);
+    return rc;
+}
+
+static int draw_graph(const hs_module *m, const hs_render_options *ro,
+                      const srv_request *rq, api_graph_format fmt,
+                      srv_reply *rp, hs_error *e)
+{
+    const hs_render_options o = *ro;
     char *out = NULL;
     size_t len = 0;
     hs_status st;
@@ -95,6 +148,8 @@ int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
             snprintf(e->path, sizeof e->path, "?around");
         else if (st == HS_ERR_INVALID && strncmp(e->message, "hops", 4) == 0)
             snprintf(e->path, sizeof e->path, "?hops");
+        else if (st == HS_ERR_INVALID && strncmp(e->message, "overlay", 7) == 0)
+            snprintf(e->path, sizeof e->path, "?overlay");
         else if (st == HS_ERR_INVALID && strncmp(e->message, "expand", 6) == 0)
             snprintf(e->path, sizeof e->path, "?expand");
         else if (st == HS_ERR_INVALID && o.computation &&

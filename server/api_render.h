@@ -12,10 +12,12 @@ typedef enum api_graph_format {
     API_GRAPH_JSON
 } api_graph_format;
 
-/* Draws m (?expand=, ?computation=, ?around=&hops= from rq) into rp. 0, or -1 with *e set
- * (422 for too many nodes, 503 for a layout timeout). */
-int api_render_graph(srv *s, const hs_module *m, const srv_request *rq,
-                     api_graph_format fmt, srv_reply *rp, hs_error *e);
+/* Draws m (?expand=, ?computation=, ?around=&hops=, ?overlay= from rq)
+ * into rp, FLOPs and seconds from device's cost model. 0, or -1 with *e
+ * set (422 for too many nodes, 503 for a layout timeout). */
+int api_render_graph(srv *s, const hs_module *m, const char *device,
+                     const srv_request *rq, api_graph_format fmt,
+                     srv_reply *rp, hs_error *e);
 /* ?q= over every instruction of m (?computation= and what it calls), each
  * hit with its group path (hs_render_search_json). 422 at ?q when empty. */
 int api_render_search(srv *s, const hs_module *m, const srv_request *rq,

@@ -162,7 +162,7 @@ static int artefact_key(const srv_request *rq, const char *id, const char *kind,
      * ?expand= may list many groups: when they do not fit in the key, the
      * key holds their hash instead, so two views never share an entry. */
     static const char *const shaping[] = {"stage", "expand", "computation",
-                                          "around", "hops", "q",
+                                          "around", "hops", "q", "overlay",
                                           /* whatif.json */
                                           "run", "budget", "rerolled"};
     const int n_shaping = (int)(sizeof shaping / sizeof shaping[0]);
@@ -315,7 +315,7 @@ static int make_graph(srv *s, const srv_request *rq, const api_program *p,
     if (!m)
         return -1;
     double t0 = srv_now();
-    int rc = api_render_graph(s, m, rq, fmt, rp, e);
+    int rc = api_render_graph(s, m, p->device, rq, fmt, rp, e);
     srv_metrics_render(s->metrics, srv_now() - t0);
     return rc;
 }

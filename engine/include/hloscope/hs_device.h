@@ -176,6 +176,27 @@ hs_status hs_device_estimate_clock(const hs_module *m,
                                    double *finish, hs_run_stats *stats,
                                    hs_error *err);
 
+/* What the estimate charged one instruction over the whole run: every
+ * execution (a loop body's instruction once per iteration, as the totals
+ * count it), the roofline seconds of its own cost (host transfers: on the
+ * host link). A fused instruction is charged through its fusion and gets
+ * nothing; a while, call or conditional gets what its computations were
+ * charged, so the entry's instructions add up to the totals (seconds: to
+ * the sum of charges, which is sim_seconds when no transfer overlaps
+ * compute). Dead instructions and parameters get zeros. */
+typedef struct hs_instruction_cost {
+    double flops, bytes_accessed, seconds;
+    double executions;
+} hs_instruction_cost;
+
+/* hs_device_estimate, and each[id] (m->next_id elements, by instruction
+ * id; zeroed first) what it charged each instruction: the per-instruction
+ * figures of the one cost model, for the graph overlays. */
+hs_status hs_device_estimate_each(const hs_module *m,
+                                  const hs_device_spec *spec,
+                                  hs_instruction_cost *each,
+                                  hs_run_stats *stats, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -81,6 +81,31 @@ extern "C" {
 /* HLO graphs                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* What a graph's nodes are filled by (docs/RENDER.md, "Overlays"): their
+ * category (none), or a sequential scale of their output bytes, FLOPs or
+ * simulated seconds, or their memory space (device, host S(5), or both
+ * inside a closed group). */
+typedef enum hs_render_overlay {
+    HS_OVERLAY_NONE = 0,
+    HS_OVERLAY_BYTES,
+    HS_OVERLAY_FLOPS,
+    HS_OVERLAY_TIME,
+    HS_OVERLAY_MEMORY_SPACE
+} hs_render_overlay;
+
+/* "none", "bytes", "flops", "time", "memory_space" (NULL or "" is none);
+ * anything else is HS_ERR_INVALID listing the names. */
+hs_status hs_render_overlay_parse(const char *text, hs_render_overlay *out,
+                                  hs_error *err);
+const char *hs_render_overlay_name(hs_render_overlay o);
+
+/* What the device's cost model charged one instruction over a run
+ * (hs_device_estimate_each in hs_device.h; the render module only draws
+ * it): FLOPs and simulated seconds. */
+typedef struct hs_render_cost {
+    double flops, seconds;
+} hs_render_cost;
+
 typedef struct hs_render_options {
     /* Render this computation only (with what it calls); NULL: the entry
      * computation. An unknown name is HS_ERR_INVALID. */
@@ -107,6 +132,15 @@ typedef struct hs_render_options {
     int64_t max_nodes;
     /* Graph label; NULL = the module's name. */
     const char *title;
+    /* Node fills (HS_OVERLAY_NONE: by category) and, with a scale, a
+     * legend node "legend:overlay" with the scale's end values. */
+    hs_render_overlay overlay;
+    /* Per instruction id (n_costs entries, normally m->next_id): the cost
+     * model's figures, which a node sums over the instructions it stands
+     * for. NULL: FLOPs and seconds are unknown (null in JSON), and the
+     * flops and time overlays are HS_ERR_INVALID. */
+    const hs_render_cost *costs;
+    int64_t n_costs;
 } hs_render_options;
 
 #define HS_RENDER_DEFAULT_HOPS 2
@@ -120,8 +154,10 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
 /* The same view as JSON:
  *   {"module", "computation", "title",
  *    "nodes":    [{id, name, opcode, category, shape, bytes,
- *                  per_device_bytes, global_bytes, op_name, layer,
- *                  group, computation, is_root, collapsed_count}],
+ *                  per_device_bytes, global_bytes, flops, seconds,
+ *                  memory_space, op_name, layer, group, computation,
+ *                  is_root, collapsed_count, fill}],
+ *    "overlay":  {kind, unit, min, max, scale} or null,
  *    "groups":   [{path, local, label, kind, parent, depth, computation,
  *                  instructions, repeat, fingerprint, open, children}],
  *    "edges":    [{from, to, operand_index, kind}],
@@ -136,7 +172,12 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
  * instruction's innermost group (null at the top). groups is the whole
  * tree (hs_groups.h), open telling what this view draws open.
  * operand_index is -1 when not drawn (single-operand users, collapsed
- * targets); kind is "operand" or "call" (a cluster's root to the caller). */
+ * targets); kind is "operand" or "call" (a cluster's root to the caller).
+ * flops and seconds sum the costs of the instructions a node stands for
+ * (null without costs); memory_space is "device", "host" (S(5)) or
+ * "mixed" (a closed group or tuple holding both). With an overlay, fill
+ * is the node's colour and "overlay" the scale: min and max of the
+ * nonzero values drawn, in unit ("B", "FLOP", "s"), scale "log". */
 hs_status hs_render_graph_json(const hs_module *m, const hs_render_options *o,
                                char **out, size_t *out_len, hs_error *err);
 

@@ -38,6 +38,13 @@ typedef struct est {
     double *ready; /* by instruction id: when a copy-start's copy ends */
     bool unknown_trip;
     double *entry_finish; /* by entry position: the clock after it, or NULL */
+    /* Per instruction id (hs_device_estimate_each), or NULL. Charged in the
+     * first pass of every enclosing loop only, times the executions of
+     * that pass (`times`), so that an extrapolated loop's body is counted
+     * as often as the totals count it. */
+    hs_instruction_cost *each;
+    double times, charged_seconds;
+    bool counting;
 } est;
 
 /* Live instructions of c: reachable from the root through operands. */
@@ -71,12 +78,41 @@ static bool *live_set(const hs_module *m, const hs_computation *c)
     return live;
 }
 
+/* A while, call or conditional is charged nothing itself; its figures are
+ * what its computations were charged in this execution (extrapolated
+ * iterations included), times its executions. */
+static bool is_control(const hs_instruction *in)
+{
+    return in->opcode == HS_OP_WHILE || in->opcode == HS_OP_CALL ||
+           in->opcode == HS_OP_CONDITIONAL;
+}
+
+static void charge_inclusive(est *e, const est *before,
+                             const hs_instruction *in)
+{
+    if (in->id < 0 || in->id >= e->m->next_id)
+        return;
+    hs_instruction_cost *c = &e->each[in->id];
+    c->flops += (e->flops - before->flops) * e->times;
+    c->bytes_accessed += (e->bytes - before->bytes) * e->times;
+    c->seconds += (e->charged_seconds - before->charged_seconds) * e->times;
+    c->executions += e->times;
+}
+
 static void charge(est *e, const hs_instruction *in)
 {
     double f, b, sec;
     dev_cost(e->spec, in, &f, &b, &sec);
     e->flops += f;
     e->bytes += b;
+    e->charged_seconds += sec;
+    if (e->each && e->counting && in->id >= 0 && in->id < e->m->next_id) {
+        hs_instruction_cost *c = &e->each[in->id];
+        c->flops += f * e->times;
+        c->bytes_accessed += b * e->times;
+        c->seconds += sec * e->times;
+        c->executions += e->times;
+    }
     e->instructions = hs_sat_add(e->instructions, 1);
     e->walked++;
     if (in->opcode == HS_OP_COPY_DONE && in->n_operands > 0) {
@@ -126,6 +162,7 @@ static void extrapolate(est *e, const est *first, int64_t rest)
     e->bytes += r * (e->bytes - first->bytes);
     e->tsec += r * (e->tsec - first->tsec);
     e->tbytes += r * (e->tbytes - first->tbytes);
+    e->charged_seconds += r * (e->charged_seconds - first->charged_seconds);
     e->instructions = hs_sat_add(
         e->instructions,
         hs_sat_mul(rest, e->instructions - first->instructions));
@@ -149,6 +186,7 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
         if (in->id < 0 || in->id >= e->m->next_id || !live[in->id] ||
             in->opcode == HS_OP_PARAMETER)
             continue;
+        est before = *e; /* for a control instruction's inclusive figures */
         switch (in->opcode) {
         case HS_OP_WHILE: {
             int64_t trip = in->known_trip_count;
@@ -159,9 +197,13 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
             e->instructions = hs_sat_add(e->instructions, 1);
             e->walked++;
             est first = *e; /* at the start of iteration 1 */
+            double times = e->times;
+            bool counting = e->counting;
             for (int64_t t = 0; st == HS_OK; t++) {
-                if (t == 1)
+                if (t == 1) {
                     first = *e;
+                    e->counting = false; /* iteration 0 counted them all */
+                }
                 if (t == 2 && trip > 2 && past_budget(e, &first, trip - 2)) {
                     extrapolate(e, &first, trip - 2);
                     t = trip; /* the last evaluation of the condition */
@@ -173,13 +215,17 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
                                       in->name);
                     break;
                 }
+                e->times = times * (double)(trip + 1); /* the condition */
                 if (in->n_called > 0)
                     st = walk(e, in->called[0], depth + 1, err);
                 if (t == trip) /* the condition said stop */
                     break;
+                e->times = times * (double)trip;
                 if (st == HS_OK && in->n_called > 1)
                     st = walk(e, in->called[1], depth + 1, err);
             }
+            e->times = times;
+            e->counting = counting;
             break;
         }
         case HS_OP_CALL:
@@ -199,6 +245,8 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
             charge(e, in);
             break;
         }
+        if (e->each && e->counting && is_control(in))
+            charge_inclusive(e, &before, in);
         if (depth == 0 && e->entry_finish)
             e->entry_finish[k] = e->now;
     }
@@ -212,17 +260,19 @@ hs_status hs_device_estimate(const hs_module *m, const hs_device_spec *spec,
     return hs_device_estimate_clock(m, spec, NULL, stats, err);
 }
 
-hs_status hs_device_estimate_clock(const hs_module *m,
-                                   const hs_device_spec *spec,
-                                   double *finish, hs_run_stats *stats,
-                                   hs_error *err)
+static hs_status estimate(const hs_module *m, const hs_device_spec *spec,
+                          double *finish, hs_instruction_cost *each,
+                          hs_run_stats *stats, hs_error *err)
 {
     memset(stats, 0, sizeof *stats);
     if (!m || !m->entry)
         return hs_error_set(err, HS_ERR_INVALID, "estimate: no module");
     if (!spec)
         spec = hs_device_find(hs_device_default_name());
-    est e = {.spec = spec, .m = m, .entry_finish = finish};
+    est e = {.spec = spec, .m = m, .entry_finish = finish, .each = each,
+             .times = 1, .counting = true};
+    if (each)
+        memset(each, 0, sizeof *each * (size_t)m->next_id);
     e.ready = calloc((size_t)m->next_id + 1, sizeof *e.ready);
     if (!e.ready)
         return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
@@ -240,4 +290,20 @@ hs_status hs_device_estimate_clock(const hs_module *m,
     stats->host_transfer_bytes = e.tbytes;
     stats->exposed_transfer_seconds = e.exposed;
     return HS_OK;
+}
+
+hs_status hs_device_estimate_clock(const hs_module *m,
+                                   const hs_device_spec *spec,
+                                   double *finish, hs_run_stats *stats,
+                                   hs_error *err)
+{
+    return estimate(m, spec, finish, NULL, stats, err);
+}
+
+hs_status hs_device_estimate_each(const hs_module *m,
+                                  const hs_device_spec *spec,
+                                  hs_instruction_cost *each,
+                                  hs_run_stats *stats, hs_error *err)
+{
+    return estimate(m, spec, NULL, each, stats, err);
 }

@@ -881,6 +881,15 @@ static hs_status compose(composer *c, const char *format, char **out,
     hs_buf o = {0};
     hs__dot_header(&o, v, "");
     write_box(c, &o, 0, 0);
+    if (v->overlay != HS_OVERLAY_NONE) {
+        /* the legend above the drawing's top-left corner, under the title */
+        double lw, lh;
+        hs__overlay_legend_size(v, &lw, &lh);
+        char extra[96];
+        snprintf(extra, sizeof extra, ", pos=\"%.2f,%.2f\"", BOX_PAD + lw / 2,
+                 c->boxes[0].oy + c->boxes[0].h + lh / 2);
+        hs__overlay_legend(&o, v, extra);
+    }
     hs_buf pos = {0};
     for (int e = 0; e < v->n_edges; e++) {
         pos.len = 0;

@@ -23,6 +23,7 @@ void hs__dot_node(hs_buf *b, const hs_view *v, const hs_vnode *n, int depth,
     const hs_instruction *i = n->instr;
     hs_rcat cat = i ? hs__render_category(i) : HS_RCAT_LAYER;
     hs_node_style st = hs__node_style(cat, i);
+    hs__overlay_style(v, n, &st);
     for (int k = 0; k < depth; k++)
         hs__buf_puts(b, "  ");
     hs__buf_printf(b, "\"%s\" [id=\"%s\", label=\"", n->id, n->id);
@@ -173,6 +174,7 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
         write_node(&b, &v, &v.nodes[v.top_nodes[k]], 1);
     for (int k = 0; k < v.n_top_clusters; k++)
         write_cluster(&b, &v, v.top_clusters[k], 1);
+    hs__overlay_legend(&b, &v, NULL);
     /* Edges come last: an edge out of a cluster must follow the cluster
      * and its target (as XLA's dumper notes). */
     for (int k = 0; k < v.n_edges; k++)

@@ -70,6 +70,15 @@ static json_t *node_json(const hs_view *v, const hs_vnode *n)
                                           : json_null());
     bad |= put(j, "global_bytes", n->sharded ? json_integer(n->global_bytes)
                                              : json_null());
+    bad |= put(j, "flops", v->costs ? json_real(n->flops) : json_null());
+    bad |= put(j, "seconds", v->costs ? json_real(n->seconds) : json_null());
+    bad |= put(j, "memory_space",
+               json_string(hs__memory_space_name(n->spaces)));
+    if (v->overlay != HS_OVERLAY_NONE) {
+        hs_node_style st;
+        hs__overlay_style(v, n, &st);
+        bad |= put(j, "fill", json_string(st.fill));
+    }
     bad |= put(j, "layer", n->layer ? jtext(n->layer, n->layer_len)
                                     : json_null());
     bad |= put(j, "computation", jtext(n->comp->name, 0));
@@ -173,6 +182,21 @@ static json_t *group_json(const hs_view *v, int g)
     return j;
 }
 
+/* The overlay's kind and scale, or null. */
+static json_t *overlay_json(const hs_view *v)
+{
+    if (v->overlay == HS_OVERLAY_NONE)
+        return json_null();
+    const char *unit = hs__overlay_unit(v->overlay);
+    if (!unit)
+        return json_pack("{s:s, s:n, s:n, s:n, s:n}", "kind",
+                         hs_render_overlay_name(v->overlay), "unit", "min",
+                         "max", "scale");
+    return json_pack("{s:s, s:s, s:f, s:f, s:s}", "kind",
+                     hs_render_overlay_name(v->overlay), "unit", unit, "min",
+                     v->scale_lo, "max", v->scale_hi, "scale", "log");
+}
+
 static json_t *view_json(const hs_view *v)
 {
     json_t *root = json_object();
@@ -204,6 +228,7 @@ static json_t *view_json(const hs_view *v)
         bad |= json_object_set(root, "clusters", clusters);
         bad |= json_object_set(root, "stats", stats);
         bad |= json_object_set(root, "groups", groups);
+        bad |= put(root, "overlay", overlay_json(v));
     }
     json_decref(groups);
     json_decref(nodes);

@@ -112,7 +112,14 @@ typedef struct hs_vnode {
     bool sharded;
     int64_t per_device_bytes, global_bytes;
     bool is_root;
+    /* the cost model's figures summed over the instructions the node
+     * stands for (hs_render_options.costs), and the memory spaces of their
+     * outputs (HS_SPACE_* bits) */
+    double flops, seconds;
+    unsigned spaces;
 } hs_vnode;
+
+enum { HS_SPACE_DEVICE = 1u, HS_SPACE_HOST = 2u };
 
 typedef enum hs_vedge_kind { HS_VEDGE_OPERAND, HS_VEDGE_CALL } hs_vedge_kind;
 
@@ -152,6 +159,12 @@ typedef struct hs_view {
     int layers_collapsed;
     const hs_group_tree *tree; /* the groups of top */
     const bool *open;          /* per group */
+    /* the overlay (overlay.c): its kind, the costs the nodes sum, and the
+     * scale's ends (the smallest and largest nonzero value drawn) */
+    hs_render_overlay overlay;
+    const hs_render_cost *costs;
+    int64_t n_costs;
+    double scale_lo, scale_hi;
 } hs_view;
 
 /* Makes room for item n of *items (cap doubling from 64); false on OOM. */
@@ -161,6 +174,28 @@ bool hs__grow_array(void **items, int n, int *cap, size_t size);
 hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
                          hs_view *v, hs_error *err);
 void hs__view_free(hs_view *v);
+
+/* ---- overlays (overlay.c) ---------------------------------------------- */
+
+/* Adds instruction i's cost and memory spaces to node n. */
+void hs__overlay_count(const hs_view *v, hs_vnode *n, const hs_instruction *i);
+/* Checks o's overlay against its costs (HS_ERR_INVALID "overlay: ...")
+ * and, once the nodes are counted, finds the scale's ends. */
+hs_status hs__overlay_check(const hs_render_options *o, hs_error *err);
+void hs__overlay_scale(hs_view *v);
+/* The node's colours under the view's overlay; false when it has none
+ * (the category's colours apply). */
+bool hs__overlay_style(const hs_view *v, const hs_vnode *n, hs_node_style *st);
+/* "device", "host" or "mixed". */
+const char *hs__memory_space_name(unsigned spaces);
+/* The legend as a DOT node statement "legend:overlay" (an HTML-like
+ * table: the overlay's name, its colours, the scale's ends in units), with
+ * extra appended to its attributes; nothing without an overlay. Its size
+ * in points, for a pinned drawing. */
+void hs__overlay_legend(hs_buf *b, const hs_view *v, const char *extra);
+void hs__overlay_legend_size(const hs_view *v, double *w, double *h);
+/* The overlay's unit and the scale's ends in it, as text ("1.50 MiB"). */
+const char *hs__overlay_unit(hs_render_overlay o);
 
 /* ---- node text (labels.c) ---------------------------------------------- */
 

@@ -208,6 +208,7 @@ static void count_bytes(const hs_view *v, hs_vnode *n, const hs_instruction *i)
     n->bytes = hs_sat_add(n->bytes, bytes);
     n->per_device_bytes = hs_sat_add(n->per_device_bytes, local);
     n->global_bytes = hs_sat_add(n->global_bytes, global);
+    hs__overlay_count(v, n, i);
 }
 
 /* ---- groups: one node per closed group ----------------------------------- */
@@ -748,6 +749,14 @@ hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
         return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
     v->title = o->title ? o->title : m->name;
     v->partitioned = hs_module_is_partitioned(m);
+    v->overlay = o->overlay;
+    v->costs = o->costs;
+    v->n_costs = o->costs ? o->n_costs : 0;
+    hs_status ost = hs__overlay_check(o, err);
+    if (ost != HS_OK) {
+        hs__view_free(v);
+        return ost;
+    }
     builder b = {.v = v, .o = o, .err = err};
     b.max_nodes = o->max_nodes > 0 ? o->max_nodes : HS_RENDER_DEFAULT_MAX_NODES;
     if (b.max_nodes > INT32_MAX / HS_RENDER_EDGES_PER_NODE)
@@ -764,6 +773,8 @@ hs_status hs__view_build(const hs_module *m, const hs_render_options *o,
     set_free(&b.edges);
     if (st != HS_OK)
         hs__view_free(v);
+    else
+        hs__overlay_scale(v);
     return st;
 }
 
