@@ -44,6 +44,10 @@
 #define WIDTH_STEP 9.0
 
 enum { PORT_IN = -1, PORT_OUT = -2 };
+/* Items beyond which a box is laid out with cheaper crossing minimisation
+ * (piece_dot); HS_COMPOSE_LARGE_BOX overrides it (bench_layout_scale
+ * measures dot's defaults against it in one run). */
+#define LARGE_BOX_ITEMS 200
 
 typedef struct sub {
     int box, tail, head; /* items of box, or PORT_IN / PORT_OUT */
@@ -80,6 +84,7 @@ typedef struct composer {
     int n_segs, cap_segs;
     int *segs;
     int64_t deadline_ms;
+    long large_box; /* LARGE_BOX_ITEMS or the environment's */
     hs_render_compose_stats *stats;
 } composer;
 
@@ -415,8 +420,15 @@ fail:
 static void piece_dot(const composer *c, int b, hs_buf *d)
 {
     const box *x = &c->boxes[b];
-    hs__buf_puts(d, "digraph P {\ngraph [rankdir=TB, nodesep=0.3, ranksep=0.4, nslimit=2];\n"
-                    "node [shape=box, fixedsize=true, label=\"\"];\n");
+    /* A big flat box (Mixtral's backward layer: 345 nodes over 160 ranks)
+     * spends its time in crossing minimisation and in the x-coordinate
+     * network simplex that its crossings make harder: mclimit=0.1 does a
+     * tenth of the mincross passes, 3x less CPU for about twice the
+     * crossings (docs/BENCHMARKS.md); smaller boxes keep dot's default. */
+    hs__buf_printf(d, "digraph P {\ngraph [rankdir=TB, nodesep=0.3, ranksep=0.4, "
+                      "nslimit=2%s];\n"
+                      "node [shape=box, fixedsize=true, label=\"\"];\n",
+                   x->n_items > c->large_box ? ", mclimit=0.1" : "");
     for (int k = 0; k < x->n_items; k++) {
         int it = x->items[k];
         double w, h;
@@ -955,7 +967,9 @@ hs_status hs_render_graph_composed(const hs_module *m,
     hs_status st = hs__view_build(m, o, &v, err);
     if (st != HS_OK)
         return st;
+    const char *large = getenv("HS_COMPOSE_LARGE_BOX");
     composer c = {.v = &v, .err = err, .stats = stats,
+                  .large_box = large && *large ? atol(large) : LARGE_BOX_ITEMS,
                   .deadline_ms = hs_now_ns() / 1000000 + timeout_ms};
     stats->nodes = v.n_nodes;
     stats->edges = v.n_edges;
