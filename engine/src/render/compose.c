@@ -48,6 +48,8 @@ enum { PORT_IN = -1, PORT_OUT = -2 };
  * (piece_dot); HS_COMPOSE_LARGE_BOX overrides it (bench_layout_scale
  * measures dot's defaults against it in one run). */
 #define LARGE_BOX_ITEMS 200
+/* A large box of nodes only is cut into parts of about this many. */
+#define PART_ITEMS 80
 
 typedef struct sub {
     int box, tail, head; /* items of box, or PORT_IN / PORT_OUT */
@@ -65,6 +67,9 @@ typedef struct box {
     double w, h;   /* outer size */
     double ox, oy; /* absolute lower-left of its piece */
     hs_piece *piece;
+    int part, n_parts; /* a part of its parent (split_flat_box), from 1 */
+    int first, last, whole; /* a part: its nodes' positions in definition
+                               order, of `whole` */
 } box;
 
 typedef struct composer {
@@ -268,6 +273,93 @@ static bool cut_edge(composer *c, int e)
     }
     c->seg_n[e] = c->n_segs - c->seg_first[e];
     return true;
+}
+
+/* ---- big flat boxes cut into parts ---------------------------------------- */
+
+/* Box b holds more than large_box nodes and no child box (Mixtral's
+ * backward layer: 345 instructions, no inner group). Laid out whole, dot's
+ * crossing minimisation and positioning grow faster than its size; cut
+ * into parts of about PART_ITEMS nodes in definition order, each part is a
+ * small layout of its own (cached like any box, so the parts of identical
+ * layers are laid out once) and the box lays out its parts. The cuts fall
+ * where the fewest of the box's edges cross from one side to the other,
+ * within a third of a part of the even positions: the residual stream
+ * between two sublayers rather than the middle of an attention block. */
+static bool split_flat_box(composer *c, int b)
+{
+    box *x = &c->boxes[b];
+    int n = x->n_items;
+    for (int k = 0; k < n; k++)
+        if (x->items[k] < 0)
+            return true; /* child boxes would have to follow their callers */
+    int *cross = calloc((size_t)n + 2, sizeof *cross);
+    int parts = (n + PART_ITEMS - 1) / PART_ITEMS;
+    int *cut = malloc(sizeof *cut * ((size_t)parts + 1));
+    int *items = malloc(sizeof *items * ((size_t)n + 1));
+    if (!cross || !cut || !items) {
+        free(cross);
+        free(cut);
+        free(items);
+        return false;
+    }
+    /* cross[p]: edges between slots < p and slots >= p (difference array) */
+    for (int e = 0; e < c->v->n_edges; e++) {
+        const hs_vedge *ve = &c->v->edges[e];
+        if (c->node_box[ve->from] != b || c->node_box[ve->to] != b)
+            continue;
+        int lo = c->node_slot[ve->from], hi = c->node_slot[ve->to];
+        if (lo > hi) {
+            int t = lo;
+            lo = hi;
+            hi = t;
+        }
+        cross[lo + 1]++;
+        cross[hi + 1]--;
+    }
+    for (int p = 1; p <= n; p++)
+        cross[p] += cross[p - 1];
+    cut[0] = 0;
+    for (int j = 1; j < parts; j++) {
+        int even = (int)((int64_t)n * j / parts), reach = n / parts / 3;
+        int best = even;
+        for (int p = even - reach; p <= even + reach; p++)
+            if (p > cut[j - 1] && p < n &&
+                (cross[p] < cross[best] ||
+                 (cross[p] == cross[best] && abs(p - even) < abs(best - even))))
+                best = p;
+        cut[j] = best > cut[j - 1] ? best : cut[j - 1] + 1;
+    }
+    cut[parts] = n;
+    memcpy(items, x->items, sizeof *items * (size_t)n);
+    x->n_items = 0;
+    bool ok = true;
+    for (int j = 0; j < parts && ok; j++) {
+        int pb = new_box(c, b, -1, -1);
+        if (pb < 0) {
+            ok = false;
+            break;
+        }
+        x = &c->boxes[b]; /* new_box may move the boxes */
+        box *part = &c->boxes[pb];
+        part->part = j + 1;
+        part->n_parts = parts;
+        part->first = cut[j];
+        part->last = cut[j + 1] - 1;
+        part->whole = n;
+        part->slot = x->n_items;
+        ok = add_item(c, b, -1 - pb);
+        for (int k = cut[j]; k < cut[j + 1] && ok; k++) {
+            int node = items[k];
+            c->node_box[node] = pb;
+            c->node_slot[node] = c->boxes[pb].n_items;
+            ok = add_item(c, pb, node);
+        }
+    }
+    free(cross);
+    free(cut);
+    free(items);
+    return ok;
 }
 
 /* ---- sizes --------------------------------------------------------------- */
@@ -678,6 +770,25 @@ static void write_box(composer *c, hs_buf *o, int b, int depth)
                                 "fillcolor=\"#f5f5f5\"; color=\"#c2c2c2\";\n");
             else
                 hs__buf_puts(o, "\";\n  style=rounded; color=black;\n");
+        } else if (x->part > 0) {
+            /* "part 2/5 of run.1/layer.5", id cluster_part:<parent>:<k> */
+            const box *p = &c->boxes[x->parent];
+            const char *whole = p->group >= 0 ? v->tree->groups[p->group].path
+                                : p->cluster >= 0 ? v->clusters[p->cluster].comp->name
+                                                  : v->top->name;
+            hs_buf id = {0};
+            hs__buf_puts(&id, "cluster_part:");
+            hs__id_encode(&id, whole);
+            hs__buf_printf(&id, ":%d", x->part);
+            const char *ids = id.data ? id.data : "";
+            hs__buf_printf(o, "%s\" {\n  id=\"%s\";\n  label=\"part %d/%d\";\n"
+                              "  tooltip=\"", ids, ids, x->part, x->n_parts);
+            hs__buf_free(&id);
+            hs__dot_text(o, whole, 200);
+            hs__buf_printf(o, ": items %d to %d of %d, cut where the fewest "
+                              "edges cross\";\n  style=\"rounded,dotted\"; "
+                              "color=\"#90a4ae\";\n",
+                           x->first, x->last, x->whole);
         } else {
             const hs_group *g = &v->tree->groups[x->group];
             hs_buf id = {0};
@@ -882,6 +993,9 @@ static hs_status compose(composer *c, const char *format, char **out,
         if (!add_item(c, c->boxes[b].parent, -1 - b))
             return nomem(c);
     }
+    for (int b = 0, n = c->n_boxes; b < n; b++)
+        if (c->boxes[b].n_items > c->large_box && !split_flat_box(c, b))
+            return nomem(c);
     for (int e = 0; e < v->n_edges; e++)
         if (!cut_edge(c, e))
             return nomem(c);
