@@ -8,21 +8,17 @@ legend; host memory in its own colour. On a real XLA dump nobody here wrote
     overlay_test.py HLOSCOPE_BIN SOURCE_DIR TEST_NAME     one test (CTest)
     overlay_test.py HLOSCOPE_BIN SOURCE_DIR --list        the test names
 
-The server plumbing is api_test.py's.
+The server plumbing is api_test.py's, the runner groups_test.py's.
 """
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import api_test as A  # noqa: E402
+import groups_test as G  # noqa: E402
 from api_test import check, error_of  # noqa: E402
 
-TESTS = {}
-
-
-def test(fn):
-    TESTS[fn.__name__] = fn
-    return fn
+test = G.test
 
 
 def top_level(g):
@@ -118,24 +114,5 @@ def offload_host_memory_has_its_own_colour(s):
           "graph.svg fills host nodes and says so in the legend", status, svg[:300])
 
 
-def main():
-    if len(sys.argv) != 4:
-        sys.exit(__doc__)
-    A.BIN, A.SRC, name = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
-    if name == "--list":
-        print("\n".join(TESTS))
-        return
-    # The Mixtral dump is 3.9 MB of HLO text.
-    s = A.Server("--max-body", str(8 << 20))
-    try:
-        TESTS[name](s)
-    except A.Fail as f:
-        print("FAIL %s: %s" % (name, f))
-        sys.exit(1)
-    finally:
-        s.close()
-    print("ok %s" % name)
-
-
 if __name__ == "__main__":
-    main()
+    G.main()

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hloscope/hs_device.h"
+#include "hloscope/hs_file.h"
 #include "hloscope/hs_program.h"
 #include "hloscope/hs_render.h"
 #include "hlo_test_helpers.h"
@@ -28,17 +29,11 @@
 
 static char *slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
-    fclose(f);
+    size_t len;
+    hs_error err;
+    char *text = hs_read_file(path, &len, &err);
+    if (!text)
+        fail_msg("%s: %s", path, err.message);
     return text;
 }
 
