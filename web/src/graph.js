@@ -3,6 +3,7 @@
 // diff marks and search.
 import svgPanZoom from 'svg-pan-zoom';
 import { get, query, results } from './api.js';
+import { overlayQuery, untagLegend } from './overlay.js';
 
 export class GraphPane {
   constructor(root, handlers) {
@@ -39,7 +40,7 @@ export class GraphPane {
   }
 
   async load({ id, stage, expand, computation }) {
-    const q = query({ stage, expand, computation });
+    const q = query({ stage, expand, computation, overlay: overlayQuery() });
     this.key = `${id}${q}`;
     this.id = id; this.stage = stage;
     this.destroy();
@@ -64,6 +65,7 @@ export class GraphPane {
     svg.removeAttribute('height');
     this.root.innerHTML = '';
     this.root.appendChild(svg);
+    untagLegend(svg);
     this.svg = svg;
     this.pz = svgPanZoom(svg, {
       fit: true, center: true, controlIconsEnabled: true, dblClickZoomEnabled: false,

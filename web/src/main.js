@@ -25,6 +25,7 @@ import { search, searchEnter } from './search.js';
 import { setTab, showHlo } from './tabs.js';
 import { backToYourText, openLink } from './links.js';
 import { tourWorkspace } from './workspace.js';
+import { mountOverlay } from './overlay.js';
 
 // ---- wiring ------------------------------------------------------------------
 async function main() {
@@ -42,6 +43,7 @@ async function main() {
   $('#mode').onchange = (e) => { state.mode = e.target.value; showResB(); writeHash(); refreshStale(); if (state.a || view.failA) compile(); };
   $('#res-b').onchange = (e) => { state.rb = e.target.value === 'offload' ? '' : e.target.value; writeHash(); refreshStale(); if (state.a || view.failA) compile(); };
   $('#stage').onchange = (e) => { state.stage = e.target.value; state.sel = ''; writeHash(); showResults(); };
+  mountOverlay($('#graph-tools'), writeHash, () => { if (state.a) withProgress('Colouring the graphs…', () => loadGraphs()); });
   $('#collapse-all').onclick = () => { state.expand = ''; state.computation = ''; state.sel = ''; writeHash(); loadGraphs(); };
   $('#fit-btn').onclick = () => { for (const s of ['a', 'b']) if (panes[s].pz) { panes[s].pz.fit(); panes[s].pz.center(); } };
   $('#search').oninput = (e) => search(e.target.value);

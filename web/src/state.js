@@ -35,6 +35,7 @@ export const state = {
   mode: 'loop', a: '', b: '', stage: 'optimized', expand: '', computation: '',
   tab: 'compare', sel: '', side: 'a', q: '', ex: '', grun: '', gfe: '', gsteps: '', rb: '',
   o: '', // the sidebar's settings (loop, residuals, device, batch) as a query string
+  overlay: '', // the graphs' "colour by" (overlay.js)
 };
 // failA: the training step of side A did not fit ({error, residuals, id}); B
 // shows, and A's out-of-memory result (id) its graph and timeline.

@@ -91,3 +91,16 @@ export class Harness {
 export async function idle(page, timeout = 60000) {
   await page.waitForFunction(() => !document.querySelector('#progress:not(.hidden)'), null, { timeout });
 }
+
+/** Picks an example in the editor's list; marker: text of it to wait for. */
+export async function pick(page, name, marker) {
+  await page.selectOption('#example', name);
+  await page.waitForFunction((m) => window.hloscope.editor.text.includes(m), marker);
+}
+
+/** Compiles the editor's text and waits for both panes' graphs. */
+export async function compile(page) {
+  await page.click('#compile-btn');
+  await idle(page);
+  await page.waitForSelector('#pane-b .graph svg g.node');
+}

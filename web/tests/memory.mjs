@@ -8,7 +8,7 @@
 //   node tests/memory.mjs --server build/hloscope --examples examples \
 //        --web web/dist --out build/web-artefacts --chromium /usr/bin/chromium
 import assert from 'node:assert/strict';
-import { Harness, options, idle } from './harness.mjs';
+import { Harness, options, idle, pick, compile } from './harness.mjs';
 import { bytes } from '../src/format.js';
 
 const h = new Harness(options(process.argv.slice(2)), 'memory');
@@ -22,17 +22,6 @@ const api = async (path, init) => {
   return body;
 };
 const example = async (name) => (await fetch(`${h.base}/v1/examples/${name}`)).text();
-
-async function pick(p, name, marker) {
-  await p.selectOption('#example', name);
-  await p.waitForFunction((m) => window.hloscope.editor.text.includes(m), marker);
-}
-
-async function compile(p) {
-  await p.click('#compile-btn');
-  await idle(p);
-  await p.waitForSelector('#pane-b .graph svg g.node');
-}
 
 // The peak table of one pane, as shown.
 const table = (p, side) => p.evaluate((s) => {
