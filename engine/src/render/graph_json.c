@@ -3,6 +3,7 @@
  * needs to draw or filter them itself. Strings are cleaned to valid UTF-8
  * first, since the names come from the user. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,13 @@ static json_t *jtext(const char *s, size_t n)
 static int put(json_t *obj, const char *key, json_t *value)
 {
     return value ? json_object_set_new(obj, key, value) : -1;
+}
+
+/* A cost model figure: null without costs, or when a hostile trip count
+ * made it overflow (JSON has no infinity). */
+static json_t *figure(const hs_view *v, double x)
+{
+    return v->costs && isfinite(x) ? json_real(x) : json_null();
 }
 
 static json_t *node_json(const hs_view *v, const hs_vnode *n)
@@ -70,8 +78,8 @@ static json_t *node_json(const hs_view *v, const hs_vnode *n)
                                           : json_null());
     bad |= put(j, "global_bytes", n->sharded ? json_integer(n->global_bytes)
                                              : json_null());
-    bad |= put(j, "flops", v->costs ? json_real(n->flops) : json_null());
-    bad |= put(j, "seconds", v->costs ? json_real(n->seconds) : json_null());
+    bad |= put(j, "flops", figure(v, n->flops));
+    bad |= put(j, "seconds", figure(v, n->seconds));
     bad |= put(j, "memory_space",
                json_string(hs__memory_space_name(n->spaces)));
     if (v->overlay != HS_OVERLAY_NONE) {
