@@ -249,17 +249,67 @@ void hs_program_free(hs_program *p);
  * into a and b. */
 typedef struct hs_module_diff {
     int64_t n_added, n_removed, n_changed, n_unchanged;
-    /* of the changed and unchanged: matched by their place in a layer */
+    /* of the changed and unchanged: matched by their place in a layer (or
+     * by use in one) */
     int64_t n_matched_by_layer;
     const hs_instruction **added;
     const hs_instruction **removed;
     const hs_instruction **changed_a, **changed_b;
+    /* Every match (the changed and the unchanged), in a's order, then
+     * b's: an instruction of a scan body stands in one pair per unrolled
+     * layer it matched. Called computations (reducers, fusions) of matched
+     * instructions are matched by structure, instruction by instruction,
+     * whatever their names ("add.clone.3" and "region_0.12"). A weight an
+     * unrolled layer reads as a parameter of its own matches the scan
+     * body's slice of the stacked weight at the same operand ("matched by
+     * use"): the same value, the same when the shapes are. pair_changed:
+     * whether the pair is among the changed. */
+    int64_t n_pairs;
+    const hs_instruction **pair_a, **pair_b;
+    bool *pair_changed;
     int64_t opcodes_a[HS_OP_COUNT], opcodes_b[HS_OP_COUNT];
 } hs_module_diff;
 
 hs_status hs_module_diff_compute(const hs_module *a, const hs_module *b,
                                  hs_module_diff *out, hs_error *err);
 void hs_module_diff_free(hs_module_diff *d);
+
+/* The diff laid out side by side (diff_align.c): blocks of a computation
+ * of a and the computation of b it is matched to (the one most of its
+ * instructions matched; either may be NULL for a computation only one
+ * side has), each a list of rows: a matched pair on one row, an
+ * instruction only one side has opposite a gap (NULL). Rows follow a's
+ * order; b's unmatched instructions come before the first pair that
+ * follows them in b. Every instruction of both modules is on at least one
+ * row (a scan body's on one row per layer it matched). */
+typedef enum hs_diff_status {
+    HS_DIFF_SAME,
+    HS_DIFF_CHANGED, /* opcode or shape */
+    HS_DIFF_ADDED,   /* only in b */
+    HS_DIFF_REMOVED  /* only in a */
+} hs_diff_status;
+
+typedef struct hs_diff_row {
+    const hs_instruction *a, *b;
+    hs_diff_status status;
+} hs_diff_row;
+
+typedef struct hs_diff_block {
+    const hs_computation *a, *b;
+    int64_t first_row, n_rows;
+} hs_diff_block;
+
+typedef struct hs_diff_alignment {
+    int n_blocks;
+    hs_diff_block *blocks;
+    int64_t n_rows;
+    hs_diff_row *rows;
+} hs_diff_alignment;
+
+hs_status hs_module_diff_align(const hs_module *a, const hs_module *b,
+                               const hs_module_diff *d, hs_diff_alignment *out,
+                               hs_error *err);
+void hs_diff_alignment_free(hs_diff_alignment *al);
 
 #ifdef __cplusplus
 }
