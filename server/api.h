@@ -231,6 +231,7 @@ srv_outcome api_result_memory_svg(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_metrics(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_source(srv *s, srv_request *rq, srv_reply *rp);
 srv_outcome api_result_whatif_json(srv *s, srv_request *rq, srv_reply *rp);
+srv_outcome api_result_diff(srv *s, srv_request *rq, srv_reply *rp);
 /* A result's artefact `kind` (graph.svg, whatif.json, ...): answered from
  * the LRU, else made by make in the supervised worker from the stored
  * request (its program rebuilt first when build), then cached. */

@@ -25,5 +25,6 @@ const srv_route srv_routes[] = {
     {"GET", "/v1/results/{id}/metrics", "result_metrics", api_result_metrics},
     {"GET", "/v1/results/{id}/source", "result_source", api_result_source},
     {"GET", "/v1/results/{id}/whatif.json", "result_whatif_json", api_result_whatif_json},
+    {"GET", "/v1/results/{id}/diff/{other}", "result_diff", api_result_diff},
 };
 const int srv_routes_count = (int)(sizeof srv_routes / sizeof srv_routes[0]);

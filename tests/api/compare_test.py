@@ -235,6 +235,86 @@ def oom_compile_is_a_result(s):
           "a compare side that does not fit is its OOM result", c["a"].get("out_of_memory"))
 
 
+def instructions_of(text):
+    """{name: (computation, op_name)} of every instruction of HLO text."""
+    out, comp = {}, None
+    for line in text.split("\n"):
+        m = re.match(r"^(?:ENTRY )?%?([\w.\-]+) .*\{$", line)
+        if m and not line.startswith(" "):
+            comp = m.group(1)
+            continue
+        m = re.match(r"^\s+(?:ROOT )?%?([\w.\-]+) = ", line)
+        if m:
+            op = re.search(r'op_name="([^"]*)"', line)
+            out[m.group(1)] = (comp, op.group(1) if op else "")
+    return out
+
+
+def on_rows(diff, side):
+    names = set()
+    for b in diff["blocks"]:
+        for r in b["rows"]:
+            if r[side]:
+                names.add(r[side])
+    return names
+
+
+@test
+def diff_of_two_results_whole(s):
+    """GET /v1/results/{a}/diff/{b}: the engine's diff whole. A model
+    unrolled against its scan: on A nothing differs, on B only the loop
+    (its counter, tuple, stacked weights and slices, the condition); every
+    instruction of both on a row of the side-by-side blocks. XLA's pass
+    test as a pair: the three new dots opposite gaps. Errors: a bad stage
+    is 422 at its parameter, an unknown other result 404."""
+    model = example("decoder_50x256")
+    c, _ = s.json("POST", "/v1/compare", {"model": model, "a": {"loop": "unrolled"},
+                                          "b": {"loop": "scan"}})
+    a, b = c["a"]["id"], c["b"]["id"]
+    d, _ = s.json("GET", "/v1/results/%s/diff/%s?stage=traced" % (a, b))
+    check(d["counts"]["added"] == c["diff_traced"]["counts"]["added"]
+          and d["counts"]["unchanged"] == c["diff_traced"]["counts"]["unchanged"],
+          "the same diff as compare's", d["counts"], c["diff_traced"]["counts"])
+    check(d["a"]["not_same"] == {} and d["a"]["groups"] == {},
+          "nothing of the unrolled layers differs (weights match their slices)",
+          list(d["a"]["not_same"].items())[:10])
+    _, _, tb = s.get("/v1/results/%s/hlo?stage=traced" % b)
+    ib = instructions_of(tb.decode())
+    loop = [n for n, (comp, op) in ib.items() if "scan" in op or "cond" in comp]
+    check(len(d["b"]["not_same"]) > 0 and set(d["b"]["not_same"]) <= set(loop),
+          "only the loop differs on B", sorted(set(d["b"]["not_same"]) - set(loop))[:10])
+    check(all(v == "added" for v in d["b"]["not_same"].values()), "the loop is added")
+    _, _, ta = s.get("/v1/results/%s/hlo?stage=traced" % a)
+    ia = instructions_of(ta.decode())
+    check(on_rows(d, 0) == set(ia) and on_rows(d, 1) == set(ib),
+          "every instruction is on a row", len(on_rows(d, 0)), len(ia), len(on_rows(d, 1)), len(ib))
+    check(any(blk["a"] == "main" and blk["b"] and "body" in blk["b"] for blk in d["blocks"]),
+          "the unrolled entry opposite the scan body", [(x["a"], x["b"]) for x in d["blocks"]])
+    # one result at two stages; cached
+    st, _ = s.json("GET", "/v1/results/%s/diff/%s?stage_a=traced&stage_b=optimized" % (a, a))
+    check(st["a"]["stage"] == "traced" and st["b"]["stage"] == "optimized"
+          and st["counts"]["removed"] > 0, "a module before and after its passes", st["counts"])
+    _, h = s.json("GET", "/v1/results/%s/diff/%s?stage_a=traced&stage_b=optimized" % (a, a))
+    check(h.get("x-cache") == "hit", "the diff is cached", h)
+    # XLA's pass test: the dot split in three
+    before, after = pass_test_pair(sample("gpu_hlo_pass.hlo"))
+    p, _ = s.json("POST", "/v1/compare", {"a": {"hlo": before}, "b": {"hlo": after}})
+    x, _ = s.json("GET", "/v1/results/%s/diff/%s?stage=traced" % (p["a"]["id"], p["b"]["id"]))
+    rows = [r for blk in x["blocks"] for r in blk["rows"]]
+    dots = [r for r in rows if r[1] in ("dot1", "dot2", "dot3")]
+    check(len(dots) == 3 and all(r[0] is None and r[2] == "added" for r in dots),
+          "the three dots opposite gaps", dots)
+    check(x["b"]["not_same"].get("dot1") == "added", "dot1 added on B", x["b"]["not_same"])
+    # errors
+    status, _, data = s.get("/v1/results/%s/diff/%s?stage_b=fused" % (a, b))
+    e = error_of(data)
+    check(status == 422 and e["path"] == "?stage_b", "a bad stage names its parameter", status, data[:300])
+    status, _, data = s.get("/v1/results/%s/diff/%s" % (a, "0" * 32))
+    check(status == 404 and "no result" in error_of(data)["message"], "an unknown other result", status, data[:300])
+    status, _, data = s.get("/v1/results/%s/diff/%s" % (a, c["id"]))
+    check(status == 404 and "comparison" in error_of(data)["message"], "a comparison is no side", status, data[:300])
+
+
 if __name__ == "__main__":
     base.TESTS.clear()
     base.TESTS.update(TESTS)

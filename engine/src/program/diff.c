@@ -379,6 +379,28 @@ static bool same_structure(const side *sa, const hs_computation *ca, const side 
            (cb->root ? order_of(sb, cb->root) - base_b : -1);
 }
 
+/* Two called computations that are not the same still read the same
+ * operands of their matched callers: their parameters, by number, match
+ * where they are unmatched and their shapes agree (a fusion that also
+ * took in the slice of a stacked weight still reads the layer's input as
+ * param_0). */
+static int match_parameters(matching *mt, const hs_computation *ca,
+                            const hs_computation *cb)
+{
+    for (int k = 0; k < ca->n_params && k < cb->n_params; k++) {
+        const hs_instruction *u = ca->params[k], *v = cb->params[k];
+        if (!u || !v)
+            continue;
+        int64_t ou = order_of(&mt->a, u), ov = order_of(&mt->b, v);
+        if (mt->a.count[ou] || (mt->b.count[ov] && !ca->is_fusion) ||
+            !hs_shape_compatible(&u->shape, &v->shape))
+            continue;
+        if (pair(mt, ou, ov, false))
+            return -1;
+    }
+    return 0;
+}
+
 /* The computations matched instructions call (reducers, comparators,
  * fusions, bodies), matched position by position when they are the same
  * up to names: a reducer is "add.clone.3" in one module and "region_0.12"
@@ -396,9 +418,13 @@ static int match_callees(matching *mt)
             const hs_computation *ca = x->called[k], *cb = y->called[k];
             int ka = hs_computation_index(mt->a.m, ca), kb = hs_computation_index(mt->b.m, cb);
             if (ka < 0 || kb < 0 || mt->a.comp[ka] == kb ||
-                (mt->a.comp[ka] >= 0 && mt->b.comp[kb] >= 0) ||
-                !same_structure(&mt->a, ca, &mt->b, cb))
+                (mt->a.comp[ka] >= 0 && mt->b.comp[kb] >= 0))
                 continue;
+            if (!same_structure(&mt->a, ca, &mt->b, cb)) {
+                if (match_parameters(mt, ca, cb))
+                    return -1;
+                continue;
+            }
             if (mt->a.comp[ka] < 0)
                 mt->a.comp[ka] = kb;
             if (mt->b.comp[kb] < 0)
@@ -412,10 +438,14 @@ static int match_callees(matching *mt)
                 if (already)
                     continue;
                 /* a computation standing for several keeps its other
-                 * pairs: only a name match is replaced */
-                if (mt->a.count[oa] && !mt->pairs[mt->a.last[oa]].by_layer)
+                 * pairs: only a name match is replaced, and in a fusion
+                 * a match by layer (a fused instruction keeps the op_name
+                 * it was fused from, shared by the layers after CSE:
+                 * "layers.0/input_norm" in layer 5's fusion) */
+                bool fused = ca->is_fusion && cb->is_fusion;
+                if (mt->a.count[oa] && (fused || !mt->pairs[mt->a.last[oa]].by_layer))
                     unpair(mt, true, oa);
-                if (mt->b.count[ob] && !mt->pairs[mt->b.last[ob]].by_layer &&
+                if (mt->b.count[ob] && (fused || !mt->pairs[mt->b.last[ob]].by_layer) &&
                     mt->a.comp[ka] == kb && mt->b.comp[kb] == ka)
                     unpair(mt, false, ob);
                 if (pair(mt, oa, ob, false))
