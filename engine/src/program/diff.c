@@ -177,6 +177,7 @@ typedef struct side {
     int64_t *uses;              /* of those, matched by use */
     int64_t *last;              /* its last pair */
     int *comp;                  /* computation index -> partner's, -1 */
+    int *comp_at;               /* walk order -> its computation's index */
 } side;
 
 typedef struct matching {
@@ -197,7 +198,9 @@ static int side_init(side *s, const hs_module *m, int64_t n)
     s->uses = calloc(k, sizeof *s->uses);
     s->last = malloc(k * sizeof *s->last);
     s->comp = malloc((size_t)(m->n_comps ? m->n_comps : 1) * sizeof *s->comp);
-    if (!s->seq || !s->order || !s->count || !s->uses || !s->last || !s->comp)
+    s->comp_at = malloc(k * sizeof *s->comp_at);
+    if (!s->seq || !s->order || !s->count || !s->uses || !s->last || !s->comp ||
+        !s->comp_at)
         return -1;
     for (int c = 0; c < m->n_comps; c++)
         s->comp[c] = -1;
@@ -206,6 +209,7 @@ static int side_init(side *s, const hs_module *m, int64_t n)
         for (int i = 0; i < m->comps[c]->n_instrs; i++, o++) {
             const hs_instruction *in = m->comps[c]->instrs[i];
             s->seq[o] = in;
+            s->comp_at[o] = c;
             if (in->id >= 0 && in->id < m->next_id)
                 s->order[in->id] = o;
         }
@@ -220,6 +224,7 @@ static void side_free(side *s)
     free(s->uses);
     free(s->last);
     free(s->comp);
+    free(s->comp_at);
 }
 
 static int64_t order_of(const side *s, const hs_instruction *in)
@@ -416,7 +421,10 @@ static int match_callees(matching *mt)
         const hs_instruction *x = mt->a.seq[mt->pairs[p].a], *y = mt->b.seq[mt->pairs[p].b];
         for (int k = 0; k < x->n_called && k < y->n_called; k++) {
             const hs_computation *ca = x->called[k], *cb = y->called[k];
-            int ka = hs_computation_index(mt->a.m, ca), kb = hs_computation_index(mt->b.m, cb);
+            /* by their first instructions: hs_computation_index searches
+             * once passes renumbered the computations */
+            int ka = ca->n_instrs ? mt->a.comp_at[order_of(&mt->a, ca->instrs[0])] : -1;
+            int kb = cb->n_instrs ? mt->b.comp_at[order_of(&mt->b, cb->instrs[0])] : -1;
             if (ka < 0 || kb < 0 || mt->a.comp[ka] == kb ||
                 (mt->a.comp[ka] >= 0 && mt->b.comp[kb] >= 0))
                 continue;

@@ -32,7 +32,8 @@ static int by_comps(const void *x, const void *y)
  * the one most of its matched instructions went to (the first on a tie),
  * -1 when none matched. */
 static int pair_computations(const hs_module *a, const hs_module *b,
-                             const hs_module_diff *d, int *best_a, int *best_b)
+                             const hs_module_diff *d, const int *comp_a,
+                             const int *comp_b, int *best_a, int *best_b)
 {
     comp_count *c = malloc(sizeof *c * (size_t)(d->n_pairs ? d->n_pairs : 1));
     int64_t *most_a = calloc((size_t)(a->n_comps ? a->n_comps : 1), sizeof *most_a);
@@ -48,8 +49,7 @@ static int pair_computations(const hs_module *a, const hs_module *b,
     for (int k = 0; k < b->n_comps; k++)
         best_b[k] = -1;
     for (int64_t k = 0; k < d->n_pairs; k++)
-        c[k] = (comp_count){hs_computation_index(a, d->pair_a[k]->parent),
-                            hs_computation_index(b, d->pair_b[k]->parent), 1};
+        c[k] = (comp_count){comp_a[d->pair_a[k]->id], comp_b[d->pair_b[k]->id], 1};
     qsort(c, (size_t)d->n_pairs, sizeof *c, by_comps);
     int64_t n = 0;
     for (int64_t k = 0; k < d->n_pairs; k++) {
@@ -86,6 +86,22 @@ static int by_where(const void *x, const void *y)
     return (p->b > q->b) - (p->b < q->b);
 }
 
+/* A pair (its index in d) with its computations, sorted by them. */
+typedef struct block_pair {
+    int a, b;
+    int64_t k;
+} block_pair;
+
+static int by_block_order(const void *x, const void *y)
+{
+    const block_pair *p = x, *q = y;
+    if (p->a != q->a)
+        return p->a < q->a ? -1 : 1;
+    if (p->b != q->b)
+        return p->b < q->b ? -1 : 1;
+    return (p->k > q->k) - (p->k < q->k);
+}
+
 /* One row per pair of the block and per unmatched instruction shown in
  * it, in the order the file comment describes. */
 typedef struct aligner {
@@ -93,6 +109,10 @@ typedef struct aligner {
     const hs_module_diff *d;
     const int *best_a, *best_b;
     int64_t *order_b; /* b's instruction id -> its walk order */
+    int *comp_b;      /* b's instruction id -> its computation's index */
+    int *comp_a;
+    /* the pairs by a's computation, b's, then order */
+    block_pair *by_block;
     hs_diff_row *rows;
     int64_t n_rows, cap_rows;
 } aligner;
@@ -112,6 +132,50 @@ static int push(aligner *al, const hs_instruction *x, const hs_instruction *y,
     return 0;
 }
 
+/* The first entry of by_block at or after (ka, kb). */
+static int64_t first_of_block(const aligner *al, int ka, int kb)
+{
+    int64_t lo = 0, hi = al->d->n_pairs;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        int xa = al->by_block[mid].a, xb = al->by_block[mid].b;
+        if (xa < ka || (xa == ka && xb < kb))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A block that is not a's computation's own: the pairs between ka and kb,
+ * in a's order, and (own_b) b's unmatched of kb where b has them. */
+static int pairs_rows(aligner *al, int ka, int kb, bool own_b, const bool *matched_b)
+{
+    const hs_computation *cb = kb >= 0 ? al->b->comps[kb] : NULL;
+    int next_b = 0;
+    for (int64_t j = ka >= 0 && kb >= 0 ? first_of_block(al, ka, kb) : al->d->n_pairs;
+         j < al->d->n_pairs; j++) {
+        int64_t k = al->by_block[j].k;
+        if (al->by_block[j].a != ka || al->by_block[j].b != kb)
+            break;
+        const hs_instruction *x = al->d->pair_a[k], *y = al->d->pair_b[k];
+        while (own_b && next_b < cb->n_instrs &&
+               al->order_b[cb->instrs[next_b]->id] < al->order_b[y->id]) {
+            const hs_instruction *z = cb->instrs[next_b++];
+            if (!matched_b[z->id] && push(al, NULL, z, HS_DIFF_ADDED))
+                return -1;
+        }
+        if (push(al, x, y, al->d->pair_changed[k] ? HS_DIFF_CHANGED : HS_DIFF_SAME))
+            return -1;
+    }
+    for (; own_b && next_b < cb->n_instrs; next_b++) {
+        const hs_instruction *z = cb->instrs[next_b];
+        if (!matched_b[z->id] && push(al, NULL, z, HS_DIFF_ADDED))
+            return -1;
+    }
+    return 0;
+}
+
 /* The rows of block (ka, kb). matched_a/b: whether each instruction (by
  * id) has a match; pairs_at: the first pair of a's computation ka (pairs
  * are in a's order, so a computation's are consecutive). */
@@ -124,6 +188,8 @@ static int block_rows(aligner *al, int ka, int kb, const bool *matched_a,
     bool own_a = ca && al->best_a[ka] == kb; /* a's unmatched shown here */
     bool own_b = cb && al->best_b[kb] == ka;
     int next_b = 0; /* b's next instruction not yet placed, when own_b */
+    if (!own_a) /* the pairs of (ka, kb) only: ka's own block has the rest */
+        return pairs_rows(al, ka, kb, own_b, matched_b);
     int64_t p = ca ? pairs_at[ka] : 0, pe = ca ? pairs_end[ka] : 0;
     for (int i = 0; ca && i < ca->n_instrs; i++) {
         const hs_instruction *x = ca->instrs[i];
@@ -138,7 +204,7 @@ static int block_rows(aligner *al, int ka, int kb, const bool *matched_a,
              * block when there is one (b's computation is paired with
              * ka), else here, in x's own block. */
             if (y->parent != cb &&
-                (!own_a || al->best_b[hs_computation_index(al->b, y->parent)] == ka))
+                (!own_a || al->best_b[al->comp_b[y->id]] == ka))
                 continue;
             /* b's unmatched before y */
             while (own_b && y->parent == cb && next_b < cb->n_instrs &&
@@ -169,23 +235,41 @@ hs_status hs_module_diff_align(const hs_module *a, const hs_module *b,
     bool *matched_a = calloc((size_t)(a->next_id > 0 ? a->next_id : 1), sizeof *matched_a);
     bool *matched_b = calloc((size_t)(b->next_id > 0 ? b->next_id : 1), sizeof *matched_b);
     int64_t *order_b = malloc((size_t)(b->next_id > 0 ? b->next_id : 1) * sizeof *order_b);
+    /* instruction id -> computation index (hs_computation_index is a
+     * search once passes renumbered the computations) */
+    int *comp_a = malloc((size_t)(a->next_id > 0 ? a->next_id : 1) * sizeof *comp_a);
+    int *comp_b = malloc((size_t)(b->next_id > 0 ? b->next_id : 1) * sizeof *comp_b);
     int64_t *pairs_at = calloc(ca, sizeof *pairs_at), *pairs_end = calloc(ca, sizeof *pairs_end);
     block_key *keys = malloc((ca + cb) * sizeof *keys);
+    block_pair *by_block = malloc((size_t)(d->n_pairs ? d->n_pairs : 1) * sizeof *by_block);
     aligner al = {.a = a, .b = b, .d = d, .best_a = best_a, .best_b = best_b,
-                  .order_b = order_b};
+                  .order_b = order_b, .comp_b = comp_b, .comp_a = comp_a,
+                  .by_block = by_block};
     hs_status st = HS_OK;
-    if (!best_a || !best_b || !matched_a || !matched_b || !order_b || !pairs_at ||
-        !pairs_end || !keys || pair_computations(a, b, d, best_a, best_b)) {
+    if (!best_a || !best_b || !matched_a || !matched_b || !order_b || !comp_a ||
+        !comp_b || !pairs_at || !pairs_end || !keys || !by_block) {
         st = hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
         goto done;
     }
     int64_t o = 0;
     for (int c = 0; c < b->n_comps; c++)
-        for (int i = 0; i < b->comps[c]->n_instrs; i++)
+        for (int i = 0; i < b->comps[c]->n_instrs; i++) {
             order_b[b->comps[c]->instrs[i]->id] = o++;
+            comp_b[b->comps[c]->instrs[i]->id] = c;
+        }
+    for (int c = 0; c < a->n_comps; c++)
+        for (int i = 0; i < a->comps[c]->n_instrs; i++)
+            comp_a[a->comps[c]->instrs[i]->id] = c;
+    if (pair_computations(a, b, d, comp_a, comp_b, best_a, best_b)) {
+        st = hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+        goto done;
+    }
+    for (int64_t k = 0; k < d->n_pairs; k++)
+        by_block[k] = (block_pair){comp_a[d->pair_a[k]->id], comp_b[d->pair_b[k]->id], k};
+    qsort(by_block, (size_t)d->n_pairs, sizeof *by_block, by_block_order);
     for (int64_t k = 0; k < d->n_pairs; k++) {
         matched_a[d->pair_a[k]->id] = matched_b[d->pair_b[k]->id] = true;
-        int c = hs_computation_index(a, d->pair_a[k]->parent);
+        int c = comp_a[d->pair_a[k]->id];
         if (!pairs_end[c])
             pairs_at[c] = k;
         pairs_end[c] = k + 1;
@@ -233,6 +317,9 @@ done:
     free(matched_a);
     free(matched_b);
     free(order_b);
+    free(comp_a);
+    free(comp_b);
+    free(by_block);
     free(pairs_at);
     free(pairs_end);
     free(keys);
