@@ -11,6 +11,7 @@ import { hoverBuffer, hoverNode, selectBuffer, selectNode, showCluster, toggleEx
 import { search } from './search.js';
 import { openGroup, outlineSide, revealGroup, showOutline } from './groups.js';
 import { showHlo, showMetrics } from './tabs.js';
+import { markPanes } from './diffview.js';
 
 // ---- before / after --------------------------------------------------------
 export const panes = {};
@@ -94,15 +95,13 @@ export async function loadGraphs() {
   if (state.sel) selectNode(state.side || 'a', state.sel, { focus: true });
 }
 
-function markDiff() {
-  const A = panes.a.nodes, B = panes.b.nodes;
-  const removed = new Set([...A.keys()].filter((k) => !B.has(k)));
-  const added = new Set([...B.keys()].filter((k) => !A.has(k)));
-  const changed = new Set([...A.keys()].filter((k) => B.has(k) && (A.get(k).opcode !== B.get(k).opcode || A.get(k).shape !== B.get(k).shape)));
-  panes.a.mark({ removed, changed });
-  panes.b.mark({ added, changed });
-  $('#pane-a .pane-title').dataset.removed = removed.size;
-  $('#pane-b .pane-title').dataset.added = added.size;
+// The engine's diff colours the panes (diffview.js): matched by place in a
+// layer, a scan body for every layer, reducers by structure, not by id.
+async function markDiff() {
+  const n = await markPanes(panes, { a: state.a, sa: stageOf('a'), b: state.b, sb: stageOf('b'), keep: !!state.sel });
+  if (!n) return;
+  $('#pane-a .pane-title').dataset.removed = n.removed;
+  $('#pane-b .pane-title').dataset.added = n.added;
 }
 
 function renderSummary(A, B) {

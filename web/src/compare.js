@@ -2,13 +2,13 @@
 // --xla_dump_to, two dumps, or a model and a dump — through POST /v1/compare
 // in its two-source form (docs/API.md#compare). The user pastes into, opens
 // or drops on the two sides (or drops two files on the editor); the page
-// shows the metrics table, the diff of the modules as given (the engine's,
-// matched by name), both graphs with the diff marked, and the line diff of
-// the two texts.
-import { post, query, results } from './api.js';
+// shows the metrics table, the diff of the modules as given (the engine's),
+// both graphs with the engine's diff marked, and the two texts side by side,
+// aligned by the engine's matching (diffview.js).
+import { get, post, query, results } from './api.js';
 import { GraphPane, syncPanes } from './graph.js';
 import { bytes, seconds, int, ratio, esc } from './format.js';
-import { renderHloDiff } from './hlo.js';
+import { fetchDiff, nodeMarks, renderAlignedDiff } from './diffview.js';
 import { isHlo } from './lint.js';
 
 const SIDES = ['a', 'b'];
@@ -98,7 +98,7 @@ export async function comparePair() {
   try {
     // A side above its device's HBM is its out-of-memory result: shown, not an error.
     const r = await post(`/v1/compare${query(getQuery())}`, body, { oomResult: true });
-    await renderPair(out, r, body);
+    await renderPair(out, r);
     return r;
   } catch (e) {
     out.innerHTML = '';
@@ -151,7 +151,7 @@ function sideTitle(s, S) {
   return `${s.toUpperCase()} · ${esc(S.module)} <span class="tag">${esc(S.input)} · ${esc(S.device)}</span>${oom}`;
 }
 
-async function renderPair(out, r, body) {
+async function renderPair(out, r) {
   // The inputs shrink once there is a result: the diff and the graphs come
   // first (on a projector the graphs stay above the fold), the table after.
   root.classList.add('pair-shown');
@@ -159,41 +159,25 @@ async function renderPair(out, r, body) {
     ${SIDES.filter((s) => r[s].out_of_memory).map((s) => `<details class="oom-side"><summary>${s.toUpperCase()} does not fit ${esc(r[s].device)}: XLA's report</summary><pre>${esc(r[s].oom_report)}</pre></details>`).join('')}
     <div class="panes pair-panes">${SIDES.map((s) => `<div class="pane"><div class="pane-title">${sideTitle(s, r[s])}</div><div class="graph" data-testid="pair-graph-${s}"></div></div>`).join('')}</div>
     ${tableHtml(r)}
-    <details class="pair-text"><summary>The two texts, line by line</summary><div class="hlo-diff" data-testid="pair-hlo-diff"></div></details>`;
+    <details class="pair-text"><summary>The two texts side by side</summary><div class="hlo-diff" data-testid="pair-hlo-diff"></div></details>`;
   root.querySelector('[data-testid="pair-links"]').innerHTML = SIDES.map((s) =>
     `<a href="${esc(results(r[s].id))}" target="_blank">${s.toUpperCase()} result</a>`).join(' · ') + ` · <a href="${esc(results(r.id))}" target="_blank">comparison</a>`;
-  const texts = SIDES.map((s) => body[s].hlo ?? JSON.stringify(body[s].model, null, 2));
-  renderHloDiff(out.querySelector('[data-testid="pair-hlo-diff"]'), texts[0], texts[1], true);
+  // The engine's diff whole (the reply lists 100 of each kind) and both
+  // modules as given, as text, for the aligned view.
+  const whole = fetchDiff(r.a.id, 'traced', r.b.id, 'traced');
+  Promise.all([whole, ...SIDES.map((s) => get(`${results(r[s].id)}/hlo?stage=traced`, { text: true }))])
+    .then(([d, ta, tb]) => renderAlignedDiff(out.querySelector('[data-testid="pair-hlo-diff"]'), d, ta, tb, true))
+    .catch((e) => { out.querySelector('[data-testid="pair-hlo-diff"]').textContent = e.message; });
   const handlers = { onClick: () => {}, onHover: () => {} };
   panes = Object.fromEntries(SIDES.map((s) => [s, new GraphPane(out.querySelector(`[data-testid="pair-graph-${s}"]`), handlers)]));
   // The modules as given (a dump is what XLA wrote; a model as traced).
   await Promise.all(SIDES.map((s) => panes[s].load({ id: r[s].id, stage: 'traced' })
     .catch((e) => panes[s].showMessage(`<b>${esc(e.code || 'error')}</b>: ${esc(e.message)}`))));
-  const m = diffMarks(panes.a.data, panes.b.data, r.diff_traced);
-  panes.a.mark({ removed: m.removed, changed: m.changed });
-  panes.b.mark({ added: m.added, changed: m.changed });
+  try {
+    const d = await whole;
+    const ma = nodeMarks(d.a, panes.a.data), mb = nodeMarks(d.b, panes.b.data);
+    panes.a.mark({ removed: ma.removed, changed: ma.changed });
+    panes.b.mark({ added: mb.added, changed: mb.changed });
+  } catch { /* the graphs stand unmarked; the text view says why */ }
   syncPanes(panes.a, panes.b);
-}
-
-/** The graph nodes to mark from the engine's diff: an instruction drawn as
- * a node by its name; a collapsed layer by its group's structural
- * fingerprint (graph.json's groups): the same path on both sides with
- * another fingerprint is changed, a path on one side only is removed or
- * added. ga, gb: the two graph.json documents (null when not drawn). */
-export function diffMarks(ga, gb, d) {
-  const names = (k) => new Set(d[k].map((i) => i.name));
-  const out = { removed: names('removed'), added: names('added'), changed: new Set(d.changed.map((c) => c.name)) };
-  if (!ga || !gb) return out;
-  const fp = (g) => new Map((g.groups || []).map((x) => [x.path, x.fingerprint]));
-  const fa = fp(ga), fb = fp(gb);
-  const layers = (g) => g.nodes.filter((n) => n.opcode === 'layer' && n.layer);
-  for (const n of layers(ga)) {
-    if (!fb.has(n.layer)) out.removed.add(n.id);
-    else if (fb.get(n.layer) !== fa.get(n.layer)) out.changed.add(n.id);
-  }
-  for (const n of layers(gb)) {
-    if (!fa.has(n.layer)) out.added.add(n.id);
-    else if (fa.get(n.layer) !== fb.get(n.layer)) out.changed.add(n.id);
-  }
-  return out;
 }

@@ -5,6 +5,10 @@ import svgPanZoom from 'svg-pan-zoom';
 import { get, query, results } from './api.js';
 import { overlayQuery, untagLegend } from './overlay.js';
 
+// Node labels on screen, CSS pixels, when a pane opens (issue 14: >= 10 px
+// at 1280x720).
+const LABEL_PX = 11;
+
 export class GraphPane {
   constructor(root, handlers) {
     this.root = root;
@@ -76,16 +80,26 @@ export class GraphPane {
     this.readable();
   }
 
-  /** A tall graph (an unrolled chain of layers) fitted whole is unreadable:
-   * show its top at a readable size instead, centred; the rest is a drag away. */
-  readable() {
+  /** A graph fitted whole is unreadable past a few dozen nodes (Mixtral's
+   * default view draws its labels at about 1 px at 1280x720): zoom until
+   * node labels are LABEL_PX on screen and bring a node into view: the one
+   * nearest the middle, or focusId. A graph that fits readably stays
+   * fitted. */
+  readable(focusId) {
     const sz = this.pz.getSizes();
-    if (sz.realZoom >= 0.5 || sz.viewBox.height / sz.viewBox.width < 1.5 * sz.height / sz.width) return;
-    const target = Math.min(0.9, (0.95 * sz.width) / sz.viewBox.width);
-    if (target <= sz.realZoom) return;
-    this.pz.zoom(this.pz.getZoom() * (target / sz.realZoom));
-    const s2 = this.pz.getSizes();
-    this.pz.pan({ x: (s2.width - s2.viewBox.width * s2.realZoom) / 2, y: 8 });
+    const font = this.labelFont();
+    if (!font || sz.realZoom * font >= LABEL_PX) return;
+    this.pz.zoom(this.pz.getZoom() * (LABEL_PX / (font * sz.realZoom)));
+    // Zoomed at the middle of the drawing, which may be empty (a cluster's
+    // inside, a wall of edges): the node nearest it comes to the middle.
+    const id = focusId || this.centreNode();
+    if (id && this.el(id)) this.focus(id);
+  }
+
+  /** The font size of node labels in the SVG's own units (Graphviz's). */
+  labelFont() {
+    const t = this.svg && this.svg.querySelector('g.node text');
+    return t ? parseFloat(t.getAttribute('font-size')) || 0 : 0;
   }
 
   fitView() {

@@ -1,11 +1,9 @@
 // HLO text in the explorer: highlighting in the editor (a small tokenizer
 // of XLA's text format: the editor's CodeMirror has no HLO mode, and
-// @codemirror/language is not a dependency of ours), and the line diff of
-// two modules (jsdiff), unchanged runs folded.
-import { diffLines } from 'diff';
+// @codemirror/language is not a dependency of ours). The diff of two
+// modules is the engine's, side by side (diffview.js).
 import { ViewPlugin, Decoration, EditorView } from '@codemirror/view';
 import { RangeSetBuilder } from '@codemirror/state';
-import { esc } from './format.js';
 
 // Element types of XLA's shapes (xla_data.proto's PrimitiveType, as text).
 const ELEMENT = 'pred|s2|s4|s8|s16|s32|s64|u2|u4|u8|u16|u32|u64|f16|f32|f64|bf16|c64|c128|' +
@@ -91,27 +89,4 @@ export function hloHighlight() {
     update(u) { if (u.docChanged || u.viewportChanged) this.decorations = decorations(u.view); }
   }, { decorations: (v) => v.decorations });
   return [plugin, theme];
-}
-
-export function renderHloDiff(root, a, b, onlyChanges) {
-  // Myers' diff is O(N·D): give up on texts too different to line up.
-  const parts = diffLines(a, b, { timeout: 4000 });
-  if (!parts) {
-    root.innerHTML = `<div class="skip" data-testid="hlo-counts">the two modules are too different to diff line by line; A has ${a.split('\n').length} lines, B ${b.split('\n').length}</div>` +
-      `<div style="display:grid;grid-template-columns:1fr 1fr;gap:8px"><div>${esc(a)}</div><div>${esc(b)}</div></div>`;
-    return;
-  }
-  const out = [];
-  let adds = 0, dels = 0;
-  for (const p of parts) {
-    const lines = p.value.replace(/\n$/, '').split('\n');
-    if (p.added) { adds += lines.length; for (const l of lines) out.push(`<div class="add">+ ${esc(l)}</div>`); }
-    else if (p.removed) { dels += lines.length; for (const l of lines) out.push(`<div class="del">- ${esc(l)}</div>`); }
-    else if (onlyChanges && lines.length > 6) {
-      for (const l of lines.slice(0, 2)) out.push(`<div>  ${esc(l)}</div>`);
-      out.push(`<div class="skip">  … ${lines.length - 4} unchanged lines …</div>`);
-      for (const l of lines.slice(-2)) out.push(`<div>  ${esc(l)}</div>`);
-    } else for (const l of lines) out.push(`<div>  ${esc(l)}</div>`);
-  }
-  root.innerHTML = `<div class="skip" data-testid="hlo-counts">${adds} lines only in B, ${dels} lines only in A</div>${out.join('')}`;
 }

@@ -1,6 +1,6 @@
 // The HLO diff and Metrics tabs, and switching tabs.
 import { get, results } from './api.js';
-import { renderHloDiff } from './hlo.js';
+import { showAlignedHlo } from './diffview.js';
 import { renderMetrics } from './panels.js';
 import { $, labelOf, state, view, writeHash } from './state.js';
 import { showError } from './errors.js';
@@ -23,8 +23,8 @@ export async function showHlo() {
   const sa = stageOf('a'), sb = stageOf('b');
   $('#hlo-title').textContent = `A (${labelOf('a', view.summaries[state.a])}, ${sa}) → B (${labelOf('b', view.summaries[state.b])}, ${sb})`;
   try {
-    const [ta, tb] = await Promise.all([get(`${results(state.a)}/hlo?stage=${sa}`, { text: true }), get(`${results(state.b)}/hlo?stage=${sb}`, { text: true })]);
-    renderHloDiff($('#hlo-diff'), ta, tb, $('#hlo-only-changes').checked);
+    // Side by side, aligned by the engine's matching (diffview.js).
+    await showAlignedHlo($('#hlo-diff'), { a: state.a, sa, b: state.b, sb, onlyChanges: $('#hlo-only-changes').checked });
   } catch (e) { $('#hlo-diff').textContent = e.message; }
 }
 export async function showMetrics() {

@@ -34,12 +34,13 @@ export class Harness {
     for (const f of readdirSync(opt.out)) if (f.startsWith(`${prefix}-`) && f.endsWith('.png')) rmSync(join(opt.out, f));
   }
 
-  async start() {
+  /** extra: more `hloscope serve` flags (e.g. a larger --max-body). */
+  async start(extra = []) {
     if (!existsSync(join(this.opt.web, 'index.html'))) throw new Error(`${this.opt.web}/index.html is missing: run  cd web && npm ci && npm run build`);
     this.pw = (await import('playwright-core')).chromium;
     this.base = await new Promise((ok, fail) => {
       this.server = spawn(this.opt.server, ['serve', '--port', '0', '--bind', '127.0.0.1', '--data', join(this.tmp, 'data'),
-        '--examples', this.opt.examples, '--web', this.opt.web], { stdio: ['ignore', 'pipe', 'pipe'] });
+        '--examples', this.opt.examples, '--web', this.opt.web, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       const t = setTimeout(() => fail(new Error(`server did not start: ${out}`)), 20000);
       this.server.stdout.on('data', (d) => {
