@@ -92,6 +92,18 @@ static void rows_agree(const hs_module_diff *d, const hs_diff_alignment *al)
     assert_int_equal(al->n_rows, d->n_pairs + d->n_added + d->n_removed);
 }
 
+/* d's alignment into al, checked: rows agree with d and every
+ * instruction of both modules is on a row. */
+static void align_checked(const hs_module *a, const hs_module *b, const hs_module_diff *d,
+                          hs_diff_alignment *al)
+{
+    hs_error err;
+    assert_int_equal(hs_module_diff_align(a, b, d, al, &err), HS_OK);
+    rows_agree(d, al);
+    every_instruction_on_a_row(a, al, true);
+    every_instruction_on_a_row(b, al, false);
+}
+
 static void scan_and_unrolled_differ_only_by_the_loop(void **state)
 {
     (void)state;
@@ -131,10 +143,7 @@ static void scan_and_unrolled_differ_only_by_the_loop(void **state)
         /* side by side: the unrolled entry opposite the scan's body, every
          * instruction of both on a row */
         hs_diff_alignment al;
-        assert_int_equal(hs_module_diff_align(a->module, b->module, &d, &al, &err), HS_OK);
-        rows_agree(&d, &al);
-        every_instruction_on_a_row(a->module, &al, true);
-        every_instruction_on_a_row(b->module, &al, false);
+        align_checked(a->module, b->module, &d, &al);
         const hs_diff_block *body = NULL;
         for (int j = 0; j < al.n_blocks; j++)
             if (al.blocks[j].a == a->module->entry && al.blocks[j].b &&
@@ -204,8 +213,7 @@ static void layers_found_from_structure_match(void **state)
     assert_true(d.n_matched_by_layer > 10000);
     /* side by side: each computation opposite itself, a row each */
     hs_diff_alignment al;
-    assert_int_equal(hs_module_diff_align(a, b, &d, &al, &err), HS_OK);
-    rows_agree(&d, &al);
+    align_checked(a, b, &d, &al);
     assert_int_equal(al.n_rows, hs_module_instruction_count(a));
     assert_int_equal(al.n_blocks, a->n_comps);
     for (int k = 0; k < al.n_blocks; k++)
@@ -277,10 +285,7 @@ static void reducers_match_by_structure(void **state)
             assert_true(d.n_added + d.n_removed + d.n_changed > 0);
         }
         hs_diff_alignment al;
-        assert_int_equal(hs_module_diff_align(a, b, &d, &al, &err), HS_OK);
-        rows_agree(&d, &al);
-        every_instruction_on_a_row(a, &al, true);
-        every_instruction_on_a_row(b, &al, false);
+        align_checked(a, b, &d, &al);
         if (k == 0) {
             /* two blocks: the reducers opposite each other, the entries */
             assert_int_equal(al.n_blocks, 2);

@@ -21,12 +21,7 @@ const here = new URL('..', import.meta.url).pathname;
 const MIXTRAL = join(here, '../../shared/hlo-real/hlo_mixtral_8x7b_bf16_1x8.hlo');
 let page;
 
-const api = async (path, init) => {
-  const r = await fetch(`${h.base}${path}`, init);
-  const body = await r.json();
-  assert.ok(r.ok, `${path}: ${JSON.stringify(body).slice(0, 300)}`);
-  return body;
-};
+const api = (path, init) => h.api(path, init);
 const timed = async (f) => { const t0 = Date.now(); const v = await f(); return [v, Date.now() - t0]; };
 
 // Node labels of a pane as drawn: the font size of each label in view

@@ -67,6 +67,14 @@ export class Harness {
     return page;
   }
 
+  /** The JSON reply of a request to the server, asserted 2xx. */
+  async api(path, init) {
+    const r = await fetch(`${this.base}${path}`, init);
+    const body = await r.json();
+    if (!r.ok) throw new Error(`${path}: ${JSON.stringify(body).slice(0, 300)}`);
+    return body;
+  }
+
   async shot(page, name) {
     this.step++;
     const file = join(this.opt.out, `${this.prefix}-${String(this.step).padStart(2, '0')}-${name}.png`);

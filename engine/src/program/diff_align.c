@@ -10,6 +10,7 @@
  * order; an instruction only in b comes just before the first pair that
  * follows it in b, so that the loop's own instructions sit where b has
  * them. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -147,6 +148,19 @@ static int64_t first_of_block(const aligner *al, int ka, int kb)
     return lo;
 }
 
+/* b's unmatched instructions of cb from *next up to (not including) walk
+ * order `before` (all of them: INT64_MAX), each opposite a gap. */
+static int added_until(aligner *al, const hs_computation *cb, int *next,
+                       int64_t before, const bool *matched_b)
+{
+    for (; *next < cb->n_instrs && al->order_b[cb->instrs[*next]->id] < before; (*next)++) {
+        const hs_instruction *z = cb->instrs[*next];
+        if (!matched_b[z->id] && push(al, NULL, z, HS_DIFF_ADDED))
+            return -1;
+    }
+    return 0;
+}
+
 /* A block that is not a's computation's own: the pairs between ka and kb,
  * in a's order, and (own_b) b's unmatched of kb where b has them. */
 static int pairs_rows(aligner *al, int ka, int kb, bool own_b, const bool *matched_b)
@@ -159,21 +173,11 @@ static int pairs_rows(aligner *al, int ka, int kb, bool own_b, const bool *match
         if (al->by_block[j].a != ka || al->by_block[j].b != kb)
             break;
         const hs_instruction *x = al->d->pair_a[k], *y = al->d->pair_b[k];
-        while (own_b && next_b < cb->n_instrs &&
-               al->order_b[cb->instrs[next_b]->id] < al->order_b[y->id]) {
-            const hs_instruction *z = cb->instrs[next_b++];
-            if (!matched_b[z->id] && push(al, NULL, z, HS_DIFF_ADDED))
-                return -1;
-        }
-        if (push(al, x, y, al->d->pair_changed[k] ? HS_DIFF_CHANGED : HS_DIFF_SAME))
+        if ((own_b && added_until(al, cb, &next_b, al->order_b[y->id], matched_b)) ||
+            push(al, x, y, al->d->pair_changed[k] ? HS_DIFF_CHANGED : HS_DIFF_SAME))
             return -1;
     }
-    for (; own_b && next_b < cb->n_instrs; next_b++) {
-        const hs_instruction *z = cb->instrs[next_b];
-        if (!matched_b[z->id] && push(al, NULL, z, HS_DIFF_ADDED))
-            return -1;
-    }
-    return 0;
+    return own_b ? added_until(al, cb, &next_b, INT64_MAX, matched_b) : 0;
 }
 
 /* The rows of block (ka, kb). matched_a/b: whether each instruction (by
@@ -207,22 +211,13 @@ static int block_rows(aligner *al, int ka, int kb, const bool *matched_a,
                 (!own_a || al->best_b[al->comp_b[y->id]] == ka))
                 continue;
             /* b's unmatched before y */
-            while (own_b && y->parent == cb && next_b < cb->n_instrs &&
-                   al->order_b[cb->instrs[next_b]->id] < al->order_b[y->id]) {
-                const hs_instruction *z = cb->instrs[next_b++];
-                if (!matched_b[z->id] && push(al, NULL, z, HS_DIFF_ADDED))
-                    return -1;
-            }
-            if (push(al, x, y, al->d->pair_changed[p] ? HS_DIFF_CHANGED : HS_DIFF_SAME))
+            if ((own_b && y->parent == cb &&
+                 added_until(al, cb, &next_b, al->order_b[y->id], matched_b)) ||
+                push(al, x, y, al->d->pair_changed[p] ? HS_DIFF_CHANGED : HS_DIFF_SAME))
                 return -1;
         }
     }
-    for (; own_b && next_b < cb->n_instrs; next_b++) {
-        const hs_instruction *z = cb->instrs[next_b];
-        if (!matched_b[z->id] && push(al, NULL, z, HS_DIFF_ADDED))
-            return -1;
-    }
-    return 0;
+    return own_b ? added_until(al, cb, &next_b, INT64_MAX, matched_b) : 0;
 }
 
 hs_status hs_module_diff_align(const hs_module *a, const hs_module *b,
