@@ -13,6 +13,9 @@ import { bytes, parseXlaBytes } from '../src/format.js';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
 const here = new URL('..', import.meta.url).pathname;
+// A pane opens zoomed to readable labels, so a node may be out of sight:
+// bring it to the pane's middle before the mouse acts on it.
+const inView = (p, side, id) => p.evaluate(([s, x]) => window.hloscope.panes[s].focus(x), [side, id]);
 const SERVER = resolve(args.server || join(here, '../build/hloscope'));
 const EXAMPLES = resolve(args.examples || join(here, '../examples'));
 const WEB = resolve(args.web || join(here, 'dist'));
@@ -144,13 +147,26 @@ async function main() {
   const instrA = await page.locator(`[data-key="instructions_optimized"] .va`).textContent();
   assert.equal(instrA.replace(/,/g, ''), String(api.a.instructions.optimized));
   log('ratio instructions_optimized', api.ratios.instructions_optimized);
-  assert.ok(await page.locator('#pane-a g.node.diff-removed').count() > 0, 'removed nodes marked in A');
-  assert.ok(await page.locator('#pane-b g.node.diff-added').count() > 0, 'added nodes marked in B');
+  // The panes are marked from the engine's diff (GET .../diff/{b}): the
+  // loop's nodes added in B, and every mark on either side is the diff's.
+  await page.waitForSelector('#pane-b g.node.diff-added');
+  const engineDiff = await (await fetch(`${base}/v1/results/${api.a.id}/diff/${api.b.id}?stage=optimized`)).json();
+  for (const s of ['a', 'b']) {
+    const marked = await page.evaluate((x) => [...document.querySelectorAll(`#pane-${x} g.node[class*="diff-"]`)].map((g) => {
+      const n = window.hloscope.panes[x].nodes.get(g.id);
+      return { cls: g.getAttribute('class'), name: n.name, group: n.opcode === 'layer' ? n.group : null };
+    }), s);
+    for (const m of marked) {
+      const st = m.group ? engineDiff[s].groups[m.group] : engineDiff[s].not_same[m.name];
+      assert.ok(st && m.cls.includes(`diff-${st}`), `${s}: ${m.name} marked ${m.cls}, the engine says ${st}`);
+    }
+  }
   await checkNumbers(page, 'compare 1600x1000');
   await shot(page, 'compare-unrolled-vs-scan');
 
   // 4. Click a node: its details.
   const dotId = await page.evaluate(() => [...window.hloscope.panes.b.nodes.values()].find((n) => n.opcode === 'dot').id);
+  await inView(page, 'b', dotId);
   await page.locator(`#pane-b g.node[id="${dotId}"]`).click();
   await page.waitForSelector('#details:not(.hidden)');
   assert.equal(await page.textContent('[data-testid="details-name"]'), dotId);
@@ -182,6 +198,7 @@ async function main() {
   // ... and the reverse: hovering that node highlights its buffers.
   await page.mouse.move(10, 10);
   await page.evaluate((id) => window.hloscope.panes.a.focus(id), hl);
+  await inView(page, 'a', hl);
   await page.locator(`#pane-a g.node[id="${hl}"]`).hover();
   await page.waitForFunction(() => Number(document.querySelector('#pane-a .timeline').dataset.highlighted) > 0);
   await shot(page, 'node-hover-buffers');
@@ -278,6 +295,7 @@ async function main() {
   await shot(page, 'traced-vs-optimized');
   await page.selectOption('#mode', 'loop');
   await compiled(page);
+  await inView(page, 'a', 'layer:layers.3');
   await page.locator('#pane-a g.node[id="layer:layers.3"]').dblclick();
   await page.waitForFunction(() => window.hloscope.state.expand === 'layers.3' && !document.querySelector('#progress:not(.hidden)'));
   await page.waitForSelector('#pane-a g.node');
@@ -414,6 +432,7 @@ async function main() {
   for (let k = 0; k < 10; k++) await page.mouse.wheel(0, -120);
   const nodeId = await page.evaluate(() => [...window.hloscope.panes.a.nodes.keys()].find((k) => k.startsWith('layer:')));
   await page.evaluate((id) => window.hloscope.panes.a.focus(id), nodeId);
+  await inView(page, 'a', nodeId);
   await page.locator(`#pane-a g.node[id="${nodeId}"]`).hover();
   await page.waitForFunction(() => Number(document.querySelector('#pane-a .timeline').dataset.highlighted) > 0);
   const interactMs = Date.now() - t0;

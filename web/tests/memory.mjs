@@ -79,6 +79,7 @@ async function peakTable(p) {
   }, row.b.instruction);
   if (other) {
     await p.evaluate((id) => window.hloscope.panes.a.focus(id), other);
+    await p.evaluate((x) => window.hloscope.panes.a.focus(x), other); // panes open zoomed to readable labels
     await p.locator(`#pane-a g.node[id="${other}"]`).click();
     await p.waitForFunction((id) => window.hloscope.state.sel === id, other);
     const marked = await p.evaluate(() => [...document.querySelectorAll('#pane-a [data-testid="peak-table"] tr.selected')]
