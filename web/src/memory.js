@@ -29,6 +29,9 @@ const AXIS = () => (short() ? 20 : 24);
 const laneMin = () => (short() ? 50 : 80);
 // The lanes' default height: every lane at its minimum, one axis.
 const lanesHeight = (n) => HEAD() + n * (laneMin() + 6) + AXIS() + 4;
+// The least height of the table alone on a short screen: the line of
+// peaks, the column heads and three rows.
+const SHORT_TABLE_MIN = 96;
 
 // ---- round byte ticks ----------------------------------------------------
 // Steps that stay round in format.js's units: decimal multiples only while
@@ -137,7 +140,7 @@ export class Timeline {
     this.defaultHeight();
 
     this.root.innerHTML = `<div class="tl-grip" title="drag to resize the memory view" data-testid="memory-resize"></div>
-      <div class="tl-head"><button class="tl-btn tl-toggle" data-testid="peak-table-toggle" title="the buffers live at the peak, sortable, linked to the graph">buffers at peak (${this.atPeak.length})</button>${this.spaces.map((s) => {
+      <div class="tl-head"><button class="tl-btn tl-toggle" data-testid="peak-table-toggle" title="the buffers live at the peak, sortable, linked to the graph (on a short screen in the lanes\u2019 place: click again for the lanes)">buffers at peak (${this.atPeak.length})</button>${this.spaces.map((s) => {
         const pk = mem.peak && mem.peak[s];
         return `<span data-space="${s}">${s} peak <b data-testid="peak-${s}">${fmtBytes(pk ? pk.bytes : mem[`peak_${s}_bytes`])}</b>` +
           (pk && pk.instruction ? ` at ${esc(pk.instruction)}` : '') + '</span>';
@@ -183,8 +186,9 @@ export class Timeline {
 
   /** The plot height of each lane (the last one adds its axis). */
   laneHeight() {
-    // With the table shown the lanes leave it two fifths of the height.
-    const table = this.table && !this.table.classList.contains('hidden');
+    // With the table shown the lanes leave it two fifths of the height
+    // (on a short screen the table stands in their place).
+    const table = this.table && !this.table.classList.contains('hidden') && !short();
     const body = (this.root.clientHeight - HEAD() - AXIS() - 4) * (table ? 0.6 : 1);
     return Math.max(laneMin(), Math.floor(body / this.laneRows()) - 6);
   }
@@ -347,13 +351,29 @@ export class Timeline {
     this.table.classList.toggle('hidden', !on);
     this.root.querySelector('.tl-toggle').classList.toggle('on', on);
     if (on) {
-      // Room for the lanes and a few rows, unless the user chose a height;
-      // the graph keeps more than half of the pane.
-      const want = Math.min(lanesHeight(this.laneRows()) / 0.6, 0.5 * this.root.parentElement.clientHeight);
-      if (!localStorage.getItem(HEIGHT_KEY) && this.root.clientHeight < want) this.root.style.height = `${Math.round(want)}px`;
+      this.tableHeight();
       this.renderTable();
-    } else this.defaultHeight();
+    } else {
+      this.root.classList.remove('table-only');
+      this.defaultHeight();
+    }
     this.resize();
+  }
+
+  /** Room for the table, unless the user chose a height. A tall screen
+   * keeps the lanes above it and the graph more than half of the pane. On
+   * a short one (a projector) lanes and table would leave the graph two
+   * fifths of the screen: the table takes the lanes' place (the toggle
+   * brings them back) and the graph keeps half the screen. */
+  tableHeight() {
+    const only = short();
+    this.root.classList.toggle('table-only', only);
+    if (localStorage.getItem(HEIGHT_KEY)) return;
+    const graph = this.root.parentElement && this.root.parentElement.querySelector(':scope > .graph');
+    const want = only && graph
+      ? Math.max(SHORT_TABLE_MIN, this.root.clientHeight + graph.clientHeight - Math.ceil(innerHeight / 2) - 1)
+      : Math.min(lanesHeight(this.laneRows()) / 0.6, 0.5 * this.root.parentElement.clientHeight);
+    if (only || this.root.clientHeight < want) this.root.style.height = `${Math.round(want)}px`;
   }
 
   renderTable() {
@@ -448,6 +468,11 @@ export class Timeline {
 
   resize() {
     if (!this.mem || !this.root.clientWidth) return;
+    // From a tall window to a short one (or back) the table's room changes.
+    if (this.table && !this.table.classList.contains('hidden') && this.root.classList.contains('table-only') !== short()) {
+      this.root.style.height = '';
+      this.tableHeight();
+    }
     const h = this.laneHeight();
     for (const p of this.plots) p.u.setSize({ width: this.width(), height: h + (p.last ? AXIS() : 0) + 6 });
   }

@@ -163,7 +163,10 @@ async function trainingLanes(p, minLane) {
   assert.equal(t.rows.filter((b) => b.space === 'host').length, mem.peak.host.live.length, 'B\'s host buffers at the host peak');
   assert.ok(mem.peak.host.live.length > 0, 'offload keeps residuals in host memory');
   await h.shot(p, 'train-step-lanes');
-  // Dragging the top edge up gives the lanes room.
+  await oomReportMatchesPeakTable(p);
+  // Dragging the top edge up gives the lanes room (on a projector the table
+  // stands in their place: closed first).
+  if (await p.isVisible('#pane-b .timeline.table-only')) await p.click('#pane-b [data-testid="peak-table-toggle"]');
   await p.locator('#pane-b [data-testid="memory-resize"]').scrollIntoViewIfNeeded();
   const grip = await p.locator('#pane-b [data-testid="memory-resize"]').boundingBox();
   await p.mouse.move(grip.x + grip.width / 2, grip.y + grip.height / 2);
@@ -177,6 +180,30 @@ async function trainingLanes(p, minLane) {
   await p.evaluate(() => localStorage.removeItem('hloscope.memoryHeight'));
   await p.selectOption('#mode', 'loop');
   await idle(p, 90000);
+}
+
+// 6b. The out-of-memory report of A (residuals save) lists the largest
+// buffers at the peak: the same buffers, names and sizes, as A's peak table
+// (A's out-of-memory result), the largest first, and both are memory.json's.
+async function oomReportMatchesPeakTable(p) {
+  await p.waitForSelector('#oom [data-testid="oom-largest"] tbody tr', { state: 'attached', timeout: 60000 });
+  const report = await p.evaluate(() => [...document.querySelectorAll('#oom [data-testid="oom-largest"] tbody tr')]
+    .map((tr) => ({ name: tr.cells[1].textContent, size: tr.cells[2].textContent })));
+  if (await p.isHidden('#pane-a [data-testid="peak-table"]')) await p.click('#pane-a [data-testid="peak-table-toggle"]');
+  await p.waitForSelector('#pane-a [data-testid="peak-table"] tbody tr');
+  const A = await p.evaluate(() => window.hloscope.view.failA.id);
+  const mem = await api(`/v1/results/${A}/memory.json`);
+  const t = await table(p, 'a');
+  const dev = t.rows.filter((b) => b.space === 'device');
+  // Equal sizes may sort either way: each listed buffer is a row of the
+  // table with its size, and the sizes are the table's largest.
+  const rows = new Map(dev.map((b) => [b.name, bytes(b.bytes)]));
+  for (const r of report) assert.equal(rows.get(r.name), r.size, `${r.name} (${r.size}) is a row of A's peak table with its size`);
+  assert.deepEqual(report.map((r) => r.size), dev.slice(0, report.length).map((b) => bytes(b.bytes)), 'the table\'s largest buffers');
+  assert.deepEqual(report.map((r) => r.name), mem.peak.device.largest_live.slice(0, report.length).map((b) => b.name), 'memory.json\'s largest_live');
+  assert.ok(report.length >= 3, `the report lists buffers: ${report.length}`);
+  log('OOM report: the', report.length, 'largest buffers at A\'s peak, as its peak table');
+  await h.shot(p, 'oom-report-and-peak-table');
 }
 
 async function runTrainPeak(p) {
@@ -309,12 +336,27 @@ async function main() {
       if (await page.isHidden('#pane-a [data-testid="peak-table"]')) await page.click('#pane-a [data-testid="peak-table-toggle"]');
       await page.waitForSelector('#pane-a [data-testid="peak-table"] tbody tr');
       await page.waitForTimeout(300);
-      // The table takes its room from the graph (the lanes keep theirs): the
-      // graph keeps more than two fifths of the screen, half without the table.
-      const g = await page.evaluate(() => document.querySelector('#pane-a > .graph').getBoundingClientRect().height);
-      log(`decoder 1280x720 with the outline and the peak table: graph ${Math.round(g)} px`);
-      assert.ok(g >= 0.4 * 720, `graph ${g} px high at 1280x720 with the outline and the peak table open`);
+      // On a projector the table stands in the lanes' place: the graph keeps
+      // half the screen and the table shows its column heads and three rows.
+      const tableGeo = () => page.evaluate(() => {
+        const tl = document.querySelector('#pane-a .timeline').getBoundingClientRect();
+        const rows = [...document.querySelectorAll('#pane-a [data-testid="peak-table"] tbody tr')]
+          .filter((tr) => { const r = tr.getBoundingClientRect(); return r.top >= tl.top && r.bottom <= tl.bottom + 1; });
+        const lanes = document.querySelector('#pane-a .tl-lanes');
+        return { g: document.querySelector('#pane-a > .graph').getBoundingClientRect().height, rows: rows.length,
+          lanes: lanes.offsetHeight, bottom: tl.bottom, H: innerHeight };
+      });
+      let geo = await tableGeo();
+      log(`decoder 1280x720 with the outline and the peak table: graph ${Math.round(geo.g)} px, ${geo.rows} rows in view`);
+      assert.ok(geo.g >= geo.H / 2, `graph ${geo.g} px high at 1280x720 with the outline and the peak table open`);
+      assert.ok(geo.rows >= 3 && geo.bottom <= geo.H, `the table's rows are in view: ${JSON.stringify(geo)}`);
+      assert.equal(geo.lanes, 0, 'the lanes give the table their place');
       await h.shot(page, 'outline-and-table-1280x720');
+      // The toggle brings the lanes back, the graph keeps its half.
+      await page.click('#pane-a [data-testid="peak-table-toggle"]');
+      await page.waitForTimeout(300);
+      geo = await tableGeo();
+      assert.ok(geo.lanes >= minLane && geo.g >= geo.H / 2, `lanes back under the graph: ${JSON.stringify(geo)}`);
     }
   }
   assert.deepEqual(h.errors, [], 'no page errors');
