@@ -5,9 +5,9 @@ import svgPanZoom from 'svg-pan-zoom';
 import { get, query, results } from './api.js';
 import { overlayQuery, untagLegend } from './overlay.js';
 
-// Node labels on screen, CSS pixels, when a pane opens (issue 14: >= 10 px
-// at 1280x720).
-const LABEL_PX = 11;
+// The least label size a graph opens at, in screen (CSS) px: legible on a
+// projector at 1280x720 (issues 14 and 17 ask for at least 10).
+const LABEL_MIN_PX = 11;
 
 export class GraphPane {
   constructor(root, handlers) {
@@ -71,35 +71,80 @@ export class GraphPane {
     this.root.appendChild(svg);
     untagLegend(svg);
     this.svg = svg;
+    this._font = undefined;
     this.pz = svgPanZoom(svg, {
       fit: true, center: true, controlIconsEnabled: true, dblClickZoomEnabled: false,
       minZoom: 0.2, maxZoom: 60, zoomScaleSensitivity: 0.25,
-      onZoom: () => this.h.onViewChange && this.h.onViewChange(this),
-      onPan: () => this.h.onViewChange && this.h.onViewChange(this),
+      onZoom: () => this.viewChanged(),
+      onPan: () => this.viewChanged(),
     });
     this.readable();
   }
 
-  /** A graph fitted whole is unreadable past a few dozen nodes (Mixtral's
-   * default view draws its labels at about 1 px at 1280x720): zoom until
-   * node labels are LABEL_PX on screen and bring a node into view: the one
-   * nearest the middle, or focusId. A graph that fits readably stays
-   * fitted. */
-  readable(focusId) {
-    const sz = this.pz.getSizes();
-    const font = this.labelFont();
-    if (!font || sz.realZoom * font >= LABEL_PX) return;
-    this.pz.zoom(this.pz.getZoom() * (LABEL_PX / (font * sz.realZoom)));
-    // Zoomed at the middle of the drawing, which may be empty (a cluster's
-    // inside, a wall of edges): the node nearest it comes to the middle.
-    const id = focusId || this.centreNode();
-    if (id && this.el(id)) this.focus(id);
+  // A pan or zoom by the user; the view a graph opens at (readable) is each
+  // pane's own, so that the other pane is not moved to follow it.
+  viewChanged() {
+    if (!this.opening && this.h.onViewChange) this.h.onViewChange(this);
   }
 
-  /** The font size of node labels in the SVG's own units (Graphviz's). */
+  /** A tall graph (an unrolled chain of layers) fitted whole is unreadable:
+   * show its top at a readable size instead, centred; the rest is a drag
+   * away. Any other graph whose labels would be smaller than LABEL_MIN_PX
+   * (a scan's loop body, a training step on a projector) opens zoomed in
+   * about its middle until they are that size. */
+  readable() {
+    this.opening = true;
+    try { this.openView(); } finally { this.opening = false; }
+  }
+
+  openView() {
+    const sz = this.pz.getSizes();
+    const tall = sz.realZoom < 0.5 && sz.viewBox.height / sz.viewBox.width >= 1.5 * sz.height / sz.width;
+    if (tall) {
+      const target = Math.min(0.9, (0.95 * sz.width) / sz.viewBox.width);
+      if (target <= sz.realZoom) return;
+      this.pz.zoom(this.pz.getZoom() * (target / sz.realZoom));
+      const s2 = this.pz.getSizes();
+      this.pz.pan({ x: (s2.width - s2.viewBox.width * s2.realZoom) / 2, y: 8 });
+      return;
+    }
+    const font = this.labelFont();
+    if (!font || font * sz.realZoom >= LABEL_MIN_PX) return;
+    this.pz.zoom(this.pz.getZoom() * (LABEL_MIN_PX / (font * sz.realZoom)));
+    // svg-pan-zoom moves the drawing at the next frame, so the node's place
+    // is taken in the drawing's own coordinates, not from the screen.
+    const at = this.placeOf(this.keyNode());
+    if (!at) return;
+    const s2 = this.pz.getSizes();
+    this.pz.pan({ x: s2.width / 2 - at.x * s2.realZoom, y: s2.height / 2 - at.y * s2.realZoom });
+  }
+
+  /** The middle of node id in the coordinates pan and zoom apply to. */
+  placeOf(id) {
+    const g = id && this.el(id), vp = this.svg.querySelector('.svg-pan-zoom_viewport');
+    if (!g || !vp) return null;
+    const b = g.getBBox();
+    const m = vp.getCTM().inverse().multiply(g.getCTM());
+    const p = new DOMPoint(b.x + b.width / 2, b.y + b.height / 2).matrixTransform(m);
+    return { x: p.x, y: p.y };
+  }
+
+  /** What a zoomed-in graph opens on: a while loop of the entry (what a
+   * scan is), else the entry's root; null keeps the middle. */
+  keyNode() {
+    const drawn = (this.data ? this.data.nodes : []).filter((n) => this.el(n.id));
+    const entry = (n) => n.computation === this.data.computation; // the computation drawn on top
+    const pick = drawn.find((n) => n.opcode === 'while' && entry(n)) || drawn.find((n) => n.opcode === 'while') || drawn.find((n) => n.is_root && entry(n));
+    return pick ? pick.id : null;
+  }
+
+  /** The labels' usual font size in graph units (Graphviz writes it on
+   * every text), the median, so that a few large titles do not count. */
   labelFont() {
-    const t = this.svg && this.svg.querySelector('g.node text');
-    return t ? parseFloat(t.getAttribute('font-size')) || 0 : 0;
+    if (this._font !== undefined) return this._font;
+    const sizes = [...this.svg.querySelectorAll('g.node text')].map((t) => parseFloat(t.getAttribute('font-size'))).filter((x) => x > 0).sort((x, y) => x - y);
+    this._font = sizes.length ? sizes[Math.floor(sizes.length / 2)] : 0;
+    return this._font;
   }
 
   fitView() {

@@ -89,14 +89,23 @@ async function checkNumbers(page, where) {
   const r = await page.evaluate(() => {
     const cut = [...document.querySelectorAll('#summary .card, #summary .card > div, .gp-card, .gp-card > div')]
       .filter((e) => e.offsetParent && e.scrollWidth > e.clientWidth).map((e) => `${e.className}: ${e.textContent} (${e.scrollWidth} > ${e.clientWidth})`);
+    // A card that fits its own box may still run off the page (a row of
+    // cards wider than the window: the Goodput cards at 1280 px once).
+    cut.push(...[...document.querySelectorAll('#summary .card, .gp-card')]
+      .filter((e) => e.offsetParent && e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+      .map((e) => `${e.className}: ${e.textContent} runs off the page (right ${Math.round(e.getBoundingClientRect().right)} > ${document.documentElement.clientWidth})`));
     // XLA's own report (folded under "XLA's report") keeps XLA's units.
-    const text = [...document.querySelectorAll('#summary, .timeline .tl-head, #oom, .gp-cards, .driver-popover-description')]
+    const text = [...document.querySelectorAll('#summary, .timeline .tl-head, #oom, .gp-cards, .driver-popover-description, .error')]
       .filter((e) => e.offsetParent).map((e) => { const c = e.cloneNode(true); c.querySelectorAll('details').forEach((d) => d.remove()); return c.textContent; }).join('\n');
     return { cut, text };
   });
   assert.deepEqual(r.cut, [], `${where}: card text cut`);
   const bad = r.text.match(/(?<![\w.-])\d+(?:\.\d+)?\s?(?:[KMGT]|KB|MB|GB|Ki|Mi|Gi|us|sec|msec|m)(?![\wµ])/g);
   assert.equal(bad, null, `${where}: units not in one style: ${bad}`);
+  // No internal words: the API's "variant a:" / "side b:" prefixes, C
+  // names, unfilled values.
+  const internal = r.text.match(/\bvariant [ab]:|\bside [ab]:|\bhs_\w+|\bNaN\b|\bundefined\b|\(null\)|\[object /g);
+  assert.equal(internal, null, `${where}: internal words shown: ${internal}`);
   const units = [...r.text.matchAll(/\d\s([KMGT]iB|B|s|ms|µs)(?![\w])/g)].length;
   assert.ok(units > 0, `${where}: figures with units shown`);
 }
@@ -530,15 +539,40 @@ async function main() {
     const g = await page.evaluate(() => document.querySelector('#pane-b .graph').getBoundingClientRect().height);
     assert.ok(g >= 360, `tour step ${step}: graph ${g} px high at 1280x720`);
   };
+  // Every step at 1280x720: its text whole in view at a projector's size,
+  // and the graph it shows (steps 2-5) with labels of a legible size (the
+  // median height of the node labels in view; a 64-layer scan body or a
+  // training step fitted whole drew them 1-3 px high).
+  const legible = async (step, { graph = false, shoot = true } = {}) => {
+    await page.waitForTimeout(600); // the popover fades in
+    const r = await page.evaluate(() => {
+      const d = document.querySelector('.driver-popover-description').getBoundingClientRect();
+      const panes = ['a', 'b'].map((s) => document.querySelector(`#pane-${s} > .graph`)).filter((g) => g && g.offsetParent && g.querySelector('svg'));
+      const labels = panes.map((g) => {
+        const box = g.getBoundingClientRect();
+        const hs = [...g.querySelectorAll('g.node text')].map((t) => t.getBoundingClientRect())
+          .filter((b) => b.bottom > box.top && b.top < box.bottom && b.right > box.left && b.left < box.right).map((b) => b.height).sort((x, y) => x - y);
+        return { n: hs.length, median: hs[Math.floor(hs.length / 2)] || 0 };
+      });
+      return { font: parseFloat(getComputedStyle(document.querySelector('.driver-popover-description')).fontSize), top: d.top, bottom: d.bottom, H: innerHeight, labels };
+    });
+    assert.ok(r.font >= 15 && r.top >= 0 && r.bottom <= r.H, `tour step ${step}: its text in view at ${r.font} px: ${JSON.stringify(r)}`);
+    if (graph) {
+      assert.ok(r.labels.length >= 1 && r.labels.every((l) => l.n >= 3 && l.median >= 10), `tour step ${step}: graph labels legible: ${JSON.stringify(r.labels)}`);
+    }
+    log(`tour step ${step} at 1280x720: text ${r.font} px; labels ${r.labels.map((l) => `${l.n} of median ${l.median.toFixed(1)} px`).join(', ')}`);
+    if (shoot) await shot(page, `tour-step-${step}-1280x720`);
+  };
   await page.click('#tour-btn');
   await page.waitForSelector('.driver-popover');
+  await legible(1);
   await page.click('.driver-popover-next-btn');
   await page.waitForFunction(() => document.querySelector('.driver-popover-title')?.textContent.startsWith('2'), null, { timeout: 60000 });
   assert.match(await page.textContent('.driver-popover-description'), /instructions; with scan it sees/);
   assert.ok(await page.locator('.driver-popover-description').isVisible());
   await graphHalf(2);
   await checkNumbers(page, 'tour step 2');
-  await page.waitForTimeout(600); // the popover fades in
+  await legible(2, { graph: true, shoot: false });
   await shot(page, 'tour-scan');
   // ... and on to its goodput steps: tracing_bound unrolled, then scanned,
   // quoting the figures measured above (same settings: the same cached steps).
@@ -546,7 +580,7 @@ async function main() {
     await page.click('.driver-popover-next-btn');
     await page.waitForFunction((k) => document.querySelector('.driver-popover-title')?.textContent.startsWith(`${k} `), n, { timeout });
   };
-  for (const n of [3, 4]) { await tourTo(n); await graphHalf(n); }
+  for (const n of [3, 4]) { await tourTo(n); await graphHalf(n); await legible(n, { graph: true }); }
   // 5: train_offload's training step, saved (out of memory) vs offloaded.
   await tourTo(5, 120000);
   await compiled(page);
@@ -559,13 +593,14 @@ async function main() {
   await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000, state: 'attached' });
   assert.ok(await page.isVisible('[data-testid="oom-used"]') && !(await page.isVisible('[data-testid="oom-largest"]')), 'compact report');
   await graphHalf(5);
-  await page.waitForTimeout(600);
+  await legible(5, { graph: true, shoot: false });
   await shot(page, 'tour-host-offloading');
-  for (const n of [6, 7]) await tourTo(n);
+  for (const n of [6, 7]) { await tourTo(n); await legible(n); }
   await tourTo(8, 120000);
   await compiled(page);
   assert.match(await page.textContent('.driver-popover-description'), new RegExp(`Goodput ${(100 * gU.summary.goodput).toFixed(1)}%.*host-bound`));
-  await page.waitForTimeout(600);
+  await checkNumbers(page, 'tour step 8');
+  await legible(8, { shoot: false });
   await shot(page, 'tour-goodput-unrolled');
   await tourTo(9, 120000);
   await compiled(page);
@@ -574,7 +609,7 @@ async function main() {
   const chartBox = await page.evaluate(() => document.querySelector('#goodput .gp-chart').getBoundingClientRect().toJSON());
   assert.ok(chartBox.bottom <= 720 && chartBox.height >= 150, `tour 9: the goodput chart is in view at 1280x720: ${JSON.stringify(chartBox)}`);
   await checkNumbers(page, 'tour step 9');
-  await page.waitForTimeout(600);
+  await legible(9, { shoot: false });
   await shot(page, 'tour-goodput-scan');
   await page.click('.driver-popover-next-btn'); // Done
   await page.waitForFunction((t) => !document.querySelector('.driver-popover') && window.hloscope.editor.text === t, before.text, { timeout: 60000 });
