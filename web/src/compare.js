@@ -10,16 +10,24 @@ import { GraphPane, syncPanes } from './graph.js';
 import { bytes, seconds, int, ratio, esc } from './format.js';
 import { fetchDiff, nodeMarks, renderAlignedDiff } from './diffview.js';
 import { isHlo } from './lint.js';
+import { dumpModules, isDumpFolder, filesOfEntries, folderEntries } from './dumpdir.js';
 
 const SIDES = ['a', 'b'];
 const LIST_MAX = 20;
-let root, panes = null, getQuery = () => ({});
+let root, panes = null, getQuery = () => ({}), onCompared = () => {};
+// The two texts and the query the result shown was computed from: an edit
+// afterwards marks it stale.
+let shown = null;
+// A dump folder's modules with both dumps (dumpdir.js), when one was opened.
+let folder = [];
 
 /** Builds the page inside el; overrides() gives the sidebar's settings
- * (device, ...), applied to both sides. */
-export function initPair(el, { overrides } = {}) {
+ * (device, ...), applied to both sides; onResult(id) is told the
+ * comparison's id when one is shown ('' when cleared), for the link. */
+export function initPair(el, { overrides, onResult } = {}) {
   root = el;
   if (overrides) getQuery = overrides;
+  if (onResult) onCompared = onResult;
   root.innerHTML = `
     <p class="lead">Two modules side by side: paste, open or drop a <b>before</b> and an <b>after</b>
       (<code>*.before_optimizations.txt</code> / <code>*.after_optimizations.txt</code> from <code>--xla_dump_to</code>),
@@ -31,28 +39,45 @@ export function initPair(el, { overrides } = {}) {
     <div class="gp-controls">
       <button class="small" data-testid="pair-open">Open two files…</button>
       <input type="file" multiple accept=".hlo,.txt,.json" class="hidden" data-testid="pair-files">
+      <button class="small" data-testid="pair-open-folder" title="a --xla_dump_to folder: its modules' before_optimizations / after_optimizations dumps">Open a dump folder…</button>
+      <input type="file" webkitdirectory class="hidden" data-testid="pair-folder">
+      <label class="hidden" data-testid="pair-module-label">module <select data-testid="pair-module"></select></label>
       <button class="primary" data-testid="pair-compare">Compare</button>
       <span class="muted" data-testid="pair-links"></span>
     </div>
     <div class="error hidden" data-testid="pair-error" role="alert"></div>
+    <div class="stale-note" data-testid="pair-stale">changed since compared — Compare to refresh</div>
     <div data-testid="pair-result"></div>`;
   const q = (t) => root.querySelector(`[data-testid="${t}"]`);
-  const files = q('pair-files');
-  q('pair-open').onclick = () => files.click();
-  files.onchange = () => { if (files.files.length) openPair([...files.files]); files.value = ''; };
+  for (const [btn, input] of [['pair-open', 'pair-files'], ['pair-open-folder', 'pair-folder']]) {
+    const f = q(input);
+    q(btn).onclick = () => f.click();
+    f.onchange = () => { if (f.files.length) openPair([...f.files]); f.value = ''; };
+  }
   q('pair-compare').onclick = () => comparePair();
+  q('pair-module').onchange = (e) => pickModule(Number(e.target.value));
   for (const s of SIDES) {
     const ta = q(`pair-${s}`);
+    ta.addEventListener('input', markStale);
     ta.addEventListener('dragover', (e) => e.preventDefault());
     ta.addEventListener('drop', async (e) => {
+      const entries = folderEntries(e.dataTransfer);
       const fs = [...(e.dataTransfer.files || [])];
-      if (!fs.length) return;
+      if (!entries && !fs.length) return;
       e.preventDefault();
+      if (entries) return openPair(await filesOfEntries(entries));
       if (fs.length >= 2) return openPair(fs);
       ta.value = await fs[0].text();
       q(`pair-name-${s}`).textContent = fs[0].name;
+      markStale();
     });
   }
+}
+
+// The result shown no longer matches the two texts (or the settings).
+function markStale() {
+  const now = shown && JSON.stringify([...SIDES.map((s) => root.querySelector(`[data-testid="pair-${s}"]`).value), query(getQuery())]);
+  root.classList.toggle('stale', !!shown && now !== shown.key);
 }
 
 /** Which of two files is the before: XLA's dump names say so; else the
@@ -62,19 +87,71 @@ export function orderPair(files) {
   return [...files].slice(0, 2).sort((x, y) => rank(x) - rank(y) || (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
 }
 
-/** Two files (dropped on the editor, or opened): fills both sides, shows
- * the page and compares them. */
+/** Two files (dropped on the editor, or opened), or a dump folder's files:
+ * fills both sides, shows the page and compares them. A folder compares
+ * the before and after dumps of one module: the largest when it holds
+ * several (a JAX program's dump also holds its small helper jits); the
+ * menu picks another. */
 export async function openPair(files) {
-  const pair = orderPair(files);
-  if (pair.length < 2) return null;
+  showPage();
+  const menu = root.querySelector('[data-testid="pair-module-label"]');
+  if (!isDumpFolder(files)) {
+    folder = [];
+    menu.classList.add('hidden');
+    const pair = orderPair(files);
+    if (pair.length < 2) return null;
+    return fillAndCompare(pair);
+  }
+  folder = dumpModules(files);
+  menu.classList.toggle('hidden', folder.length < 2);
+  if (!folder.length) {
+    showPairError(root.querySelector('[data-testid="pair-error"]'), new Error(`no module in the folder's ${files.length} files has both a *.before_optimizations.txt and an *.after_optimizations.txt dump (XLA writes them with --xla_dump_to=DIR; --xla_dump_hlo_as_text is the default)`));
+    return null;
+  }
+  const largest = folder.reduce((k, m, i) => (m.before.size > folder[k].before.size ? i : k), 0);
+  root.querySelector('[data-testid="pair-module"]').innerHTML = folder.map((m, i) =>
+    `<option value="${i}"${i === largest ? ' selected' : ''}>${esc(m.id)} · ${esc(m.name)} (${bytes(m.before.size)})</option>`).join('');
+  return pickModule(largest);
+}
+
+function pickModule(k) {
+  const m = folder[k];
+  return m ? fillAndCompare([m.before, m.after]) : null;
+}
+
+async function fillAndCompare(pair) {
   const texts = await Promise.all(pair.map((f) => f.text()));
   SIDES.forEach((s, k) => {
     root.querySelector(`[data-testid="pair-${s}"]`).value = texts[k];
     root.querySelector(`[data-testid="pair-name-${s}"]`).textContent = pair[k].name;
   });
-  const tab = document.querySelector('.tabs button[data-tab="pair"]');
-  if (tab) tab.click();
   return comparePair();
+}
+
+function showPage() {
+  const tab = document.querySelector('.tabs button[data-tab="pair"]');
+  if (tab && !tab.classList.contains('active')) tab.click();
+}
+
+/** A link's comparison (its id): both sources and the query from the
+ * store (GET /source: text and text_b), compared again (a store hit). */
+export async function openPairLink(id) {
+  showPage();
+  let src;
+  try {
+    src = await get(`${results(id)}/source`);
+  } catch (e) {
+    showPairError(root.querySelector('[data-testid="pair-error"]'), e);
+    return null;
+  }
+  folder = [];
+  root.querySelector('[data-testid="pair-module-label"]').classList.add('hidden');
+  const texts = [src.text, src.text_b];
+  SIDES.forEach((s, k) => {
+    root.querySelector(`[data-testid="pair-${s}"]`).value = texts[k] ?? '';
+    root.querySelector(`[data-testid="pair-name-${s}"]`).textContent = '(from the link)';
+  });
+  return comparePair({ overrides: src.query || {} });
 }
 
 // A side's source as the API takes it: HLO text as {"hlo"}, a model as
@@ -86,22 +163,32 @@ function sideSource(s, text) {
 }
 function sideError(s, what) { const e = new Error(`${s.toUpperCase()} ${what}`); e.path = `/${s}`; return e; }
 
-export async function comparePair() {
+/** Compares the two sides' texts with the sidebar's settings (or the
+ * overrides a link brought). */
+export async function comparePair({ overrides } = {}) {
   const err = root.querySelector('[data-testid="pair-error"]');
   const out = root.querySelector('[data-testid="pair-result"]');
   err.classList.add('hidden');
+  const texts = SIDES.map((s) => root.querySelector(`[data-testid="pair-${s}"]`).value);
   let body;
   try {
-    body = Object.fromEntries(SIDES.map((s) => [s, sideSource(s, root.querySelector(`[data-testid="pair-${s}"]`).value)]));
+    body = Object.fromEntries(SIDES.map((s, k) => [s, sideSource(s, texts[k])]));
   } catch (e) { showPairError(err, e); return null; }
   out.innerHTML = '<div class="msg">Compiling both sides…</div>';
+  const qs = query(overrides || getQuery());
   try {
     // A side above its device's HBM is its out-of-memory result: shown, not an error.
-    const r = await post(`/v1/compare${query(getQuery())}`, body, { oomResult: true });
+    const r = await post(`/v1/compare${qs}`, body, { oomResult: true });
+    shown = { key: JSON.stringify([...texts, overrides ? query(getQuery()) : qs]) };
+    markStale();
+    onCompared(r.id);
     await renderPair(out, r);
     return r;
   } catch (e) {
     out.innerHTML = '';
+    shown = null;
+    markStale();
+    onCompared('');
     showPairError(err, e);
     return null;
   }

@@ -1,7 +1,7 @@
 // The source editor: CodeMirror 6, a model description (JSON mode) or HLO
 // text (a pasted, opened or dropped dump, highlighted by hlo.js: opcodes,
-// shapes, names, metadata). Two files dropped at once are a pair to compare
-// (onPair). Server errors become lint
+// shapes, names, metadata). Two files dropped at once are a pair to compare,
+// more files or a --xla_dump_to folder a dump folder (onPair). Server errors become lint
 // diagnostics at the reported line/column (syntax errors) or at the value the
 // JSON path (RFC 6901 pointer) names (schema errors), located with
 // jsonc-parser's syntax tree; as you type, lint.js marks broken syntax
@@ -14,6 +14,7 @@ import { setDiagnostics, lintGutter } from '@codemirror/lint';
 import { parseTree, findNodeAtLocation, modify, applyEdits, parse } from 'jsonc-parser';
 import { lint, isHlo } from './lint.js';
 import { hloHighlight } from './hlo.js';
+import { folderEntries, filesOfEntries } from './dumpdir.js';
 
 const LINT_DELAY_MS = 400;
 
@@ -35,10 +36,18 @@ export function createEditor(parent, { onChange, onFile, onPair } = {}) {
       // insert it at the drop point); two files are a before/after pair.
       EditorView.domEventHandlers({
         drop(e) {
+          // A --xla_dump_to folder: its files (walked after the event, from
+          // the entries taken during it) go to the pair's module picker.
+          const entries = onPair && folderEntries(e.dataTransfer);
+          if (entries) {
+            e.preventDefault();
+            filesOfEntries(entries).then(onPair);
+            return true;
+          }
           const files = [...((e.dataTransfer && e.dataTransfer.files) || [])];
           if (files.length >= 2 && onPair) {
             e.preventDefault();
-            onPair(files.slice(0, 2));
+            onPair(files);
             return true;
           }
           if (!files[0] || !onFile) return false;

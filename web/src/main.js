@@ -13,7 +13,7 @@ import './style.css';
 import { measureScaling } from './scaling.js';
 import { startTour } from './tour.js';
 import { FRONTENDS } from './goodput.js';
-import { initPair, openPair } from './compare.js';
+import { initPair, openPair, openPairLink } from './compare.js';
 import { $, readHash, state, view, writeHash } from './state.js';
 import { SETTINGS, editor, loadExamples, openFile, overrides, pickExample } from './controls.js';
 import { markComputed, refreshStale } from './stale.js';
@@ -90,7 +90,10 @@ async function main() {
   $('#open-btn').onclick = () => $('#open-file').click();
   $('#open-file').onchange = (e) => { const fs = [...e.target.files]; if (fs.length > 1) openPair(fs); else if (fs[0]) openFile(fs[0]); e.target.value = ''; };
   // A pair's sides take the sidebar's device (HLO has no loop or residuals).
-  initPair($('#page-pair'), { overrides: () => (overrides().device ? { device: overrides().device } : {}) });
+  initPair($('#page-pair'), {
+    overrides: () => (overrides().device ? { device: overrides().device } : {}),
+    onResult: (id) => { state.pair = id; writeHash(); }, // the comparison shown, for the link
+  });
 
   await loadExamples().catch(showError);
   const saved = localStorage.getItem('hloscope.model');
@@ -101,6 +104,8 @@ async function main() {
     else await pickExample('seed_64_linear').catch(() => {});
   }
   setTab(state.tab);
+  // A dump pair's link: its two sources from the store, compared again.
+  if (state.pair) await openPairLink(state.pair);
   if (state.b && (state.a || state.mode === 'residuals')) {
     // A link to a training step whose A side ran out of memory holds B
     // only: compiling again (store hits) brings back A's report.

@@ -36,6 +36,7 @@ export const state = {
   tab: 'compare', sel: '', side: 'a', q: '', ex: '', grun: '', gfe: '', gsteps: '', rb: '',
   o: '', // the sidebar's settings (loop, residuals, device, batch) as a query string
   overlay: '', // the graphs' "colour by" (overlay.js)
+  pair: '', // the Dump pair tab's comparison (compare.js): a link reopens its two sources
 };
 // failA: the training step of side A did not fit ({error, residuals, id}); B
 // shows, and A's out-of-memory result (id) its graph and timeline.
