@@ -397,8 +397,18 @@ async function main() {
   assert.match(adviceT, /residuals: offload/);
   assert.match(adviceT, /batch/);
   assert.doesNotMatch(adviceT, /loop: scan/);
-  await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000 });
+  // Folded to its figures above B (at 1600x1000 too: unfolded it left B's
+  // graph 240 px); Details unfolds the advice and the largest buffers.
+  await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000, state: 'attached' });
   await page.waitForSelector('#pane-b .graph svg g.node');
+  assert.ok(!(await page.isVisible('[data-testid="oom-largest"]')) && await page.isVisible('[data-testid="oom-stacked"]'), 'the report is folded to its figures');
+  const foldedGeo = await page.evaluate(() => ({ g: document.querySelector('#pane-b .graph').getBoundingClientRect().height, H: innerHeight }));
+  log(`train_offload at 1600x1000: B's graph ${Math.round(foldedGeo.g)} px under the folded report`);
+  assert.ok(foldedGeo.g >= 0.35 * foldedGeo.H, `B's graph ${foldedGeo.g} px of ${foldedGeo.H}`);
+  await page.click('[data-testid="oom-more"]');
+  await page.waitForSelector('[data-testid="oom-largest"] tbody tr', { timeout: 30000 });
+  assert.ok(await page.isVisible('[data-testid="oom-advice"]'), 'Details unfolds the advice and the buffers');
+  await page.click('[data-testid="oom-more"]');
   await page.waitForSelector('#pane-b [data-testid="peak-host"]');
   // A's out-of-memory result has a graph and a memory timeline of its own (issue 15 item 5).
   await page.waitForSelector('#pane-a .graph svg g.node');
@@ -577,7 +587,9 @@ async function main() {
   // ... and on to its goodput steps: tracing_bound unrolled, then scanned,
   // quoting the figures measured above (same settings: the same cached steps).
   const tourTo = async (n, timeout = 60000) => {
-    await page.click('.driver-popover-next-btn');
+    // The step's own timeout: under load the page may still be drawing the
+    // last step's graphs when Next is pressed (30 s once at load 35).
+    await page.click('.driver-popover-next-btn', { timeout });
     await page.waitForFunction((k) => document.querySelector('.driver-popover-title')?.textContent.startsWith(`${k} `), n, { timeout });
   };
   for (const n of [3, 4]) { await tourTo(n); await graphHalf(n); await legible(n, { graph: true }); }
