@@ -164,7 +164,8 @@ static int artefact_key(const srv_request *rq, const char *id, const char *kind,
     static const char *const shaping[] = {"stage", "expand", "computation",
                                           "around", "hops", "q", "overlay",
                                           /* whatif.json */
-                                          "run", "budget", "rerolled"};
+                                          "run", "budget", "rerolled",
+                                          "offloaded"};
     const int n_shaping = (int)(sizeof shaping / sizeof shaping[0]);
     size_t need = 1;
     for (int k = 0; k < n_shaping; k++) {

@@ -11,6 +11,10 @@
  *   ?rerolled=hlo     also return the rerolled module's HLO text
  *                     ("rerolled_hlo"), which the explorer draws beside
  *                     the original
+ *   ?offloaded=hlo    also return the offloaded module's HLO text
+ *                     ("offloaded_hlo": the compiled module with the
+ *                     copies to and from the host placed), the explorer's
+ *                     "offload activations" B
  * The equivalence run is held to the server's --max-run-bytes. */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +42,23 @@ static int query_number(const srv_request *rq, const char *key, double *out,
     return 0;
 }
 
+/* ?rerolled / ?offloaded take 'hlo' only (more forms may come). */
+static int hlo_query(const char *v, const char *key, hs_error *e)
+{
+    if (!v || strcmp(v, "hlo") == 0)
+        return 0;
+    hs_error_set(e, HS_ERR_INVALID, "?%s takes 'hlo', not '%s'", key, v);
+    snprintf(e->path, sizeof e->path, "?%s", key);
+    return -1;
+}
+
+static void add_hlo(json_t *j, const char *key, const hs_module *m)
+{
+    char *text = hs_hlo_print(m);
+    json_object_set_new(j, key, text ? json_string(text) : json_null());
+    free(text);
+}
+
 static int make_whatif(srv *s, const srv_request *rq, const char *id,
                        const api_program *p, const store_row *row,
                        srv_reply *rp, hs_error *e)
@@ -53,24 +74,20 @@ static int make_whatif(srv *s, const srv_request *rq, const char *id,
         return -1;
     o.run_equivalence = run != 0;
     const char *rerolled = srv_query(rq, "rerolled");
-    if (rerolled && strcmp(rerolled, "hlo") != 0) {
-        hs_error_set(e, HS_ERR_INVALID, "?rerolled takes 'hlo', not '%s'",
-                     rerolled);
-        snprintf(e->path, sizeof e->path, "?rerolled");
+    const char *offloaded = srv_query(rq, "offloaded");
+    if (hlo_query(rerolled, "rerolled", e) != 0 ||
+        hlo_query(offloaded, "offloaded", e) != 0)
         return -1;
-    }
     hs_whatif w;
     if (hs_whatif_analyse(api_program_traced(p), &o, &w, e) != HS_OK)
         return -1;
     json_t *j = hs_whatif_json(&w);
     if (j)
         json_object_set_new(j, "id", json_string(id));
-    if (j && rerolled && w.scan.rerolled) {
-        char *text = hs_hlo_print(w.scan.rerolled);
-        json_object_set_new(j, "rerolled_hlo",
-                            text ? json_string(text) : json_null());
-        free(text);
-    }
+    if (j && rerolled && w.scan.rerolled)
+        add_hlo(j, "rerolled_hlo", w.scan.rerolled);
+    if (j && offloaded && w.offload.offloaded)
+        add_hlo(j, "offloaded_hlo", w.offload.offloaded);
     hs_whatif_free(&w);
     if (!j) {
         hs_error_set(e, HS_ERR_NOMEM, "out of host memory");

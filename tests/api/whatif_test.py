@@ -72,14 +72,24 @@ def a_model_description_is_analysed_as_traced(s):
 @test
 def bad_queries_are_json_errors(s):
     r, _ = s.json("POST", "/v1/compile", A.example("mlp"))
-    for q in ("run=yes", "budget=-3", "rerolled=svg"):
+    for q in ("run=yes", "budget=-3", "rerolled=svg", "offloaded=dot"):
         status, _, data = s.get("/v1/results/%s/whatif.json?%s" % (r["id"], q))
         check(status == 422, "?%s is a 422" % q, status, data)
         e = error_of(data)
         check(e["path"].startswith("?"), "the error names the query", e)
     status, _, data = s.get("/v1/results/%s/whatif.json" % ("0" * 16))
     check(status == 404, "an unknown id is 404", status, data)
+    # mlp's numbered layers are a projection, four gated MLP blocks and a
+    # head: the four blocks reroll, and the run says the others stay out.
     w, _ = s.json("GET", "/v1/results/%s/whatif.json" % r["id"])
+    run = w["scan"]["runs"][0]
+    check(w["scan"]["analysed"] and w["scan"]["loops"] == 1 and run["rerolled"]
+          and run["layers"] == 7 and run["layers_rerolled"] == 4
+          and "layers.0" in run["note"], "mlp's four blocks reroll, the others said", w["scan"])
+    one, _ = s.json("POST", "/v1/compile", {"hlo": "HloModule one\nENTRY main {\n"
+                                                   "  x = f32[4] parameter(0)\n"
+                                                   "  ROOT y = f32[4] negate(x)\n}\n"})
+    w, _ = s.json("GET", "/v1/results/%s/whatif.json" % one["id"])
     check(w["scan"]["analysed"] is False and w["scan"]["reason"], "no layers, said why", w["scan"])
 
 

@@ -105,7 +105,11 @@ static hs_whatif_sharding whatif_timed(const hs_module *m, double *seconds,
     hs_error_clear(&err);
     int64_t t0 = hs_now_ns();
     double c0 = cpu_seconds();
-    hs_status st = hs__whatif_sharding(m, &o, &w, &err);
+    hs__whatif_shared sh;
+    hs_status st = hs__whatif_shared_init(m, NULL, &o, &sh, &err);
+    if (st == HS_OK)
+        st = hs__whatif_sharding(m, &sh, &o, &w, &err);
+    hs__whatif_shared_free(&sh);
     if (seconds)
         *seconds = (double)(hs_now_ns() - t0) * 1e-9;
     if (cpu)
@@ -616,7 +620,9 @@ static void malformed_sharding_is_a_reason_not_a_failure(void **state)
     w.arena = hs_arena_new(0);
     hs_whatif_options o = {.device = "no-such-device"};
     hs_error err;
-    assert_int_equal(hs__whatif_sharding(two, &o, &w, &err), HS_ERR_INVALID);
+    hs__whatif_shared sh;
+    assert_int_equal(hs__whatif_shared_init(two, NULL, &o, &sh, &err),
+                     HS_ERR_INVALID);
     assert_non_null(strstr(err.message, "no-such-device"));
     hs_arena_free(w.arena);
     hs_module_free(two);

@@ -72,7 +72,11 @@ static hs_whatif analyse(const hs_module *m, const char *device, double budget)
     o.budget = budget;
     hs_error err;
     hs_error_clear(&err);
-    hs_status st = hs__whatif_offload(m, NULL, &o, &w, &err);
+    hs__whatif_shared sh;
+    hs_status st = hs__whatif_shared_init(m, NULL, &o, &sh, &err);
+    if (st == HS_OK)
+        st = hs__whatif_offload(m, &sh, &o, &w, &err);
+    hs__whatif_shared_free(&sh);
     if (st != HS_OK)
         fail_msg("offload: %s", err.message);
     return w;
@@ -320,7 +324,12 @@ static void cancelled_analysis_stops(void **state)
     o.cancel = &stop;
     hs_error err;
     hs_error_clear(&err);
-    assert_int_equal(hs__whatif_offload(m, NULL, &o, &w, &err),
+    /* The shared compile stops first; the section alone stops too. */
+    hs__whatif_shared sh;
+    assert_int_equal(hs__whatif_shared_init(m, NULL, &o, &sh, &err),
+                     HS_ERR_CANCELLED);
+    assert_null(sh.exe);
+    assert_int_equal(hs__whatif_offload(m, &sh, &o, &w, &err),
                      HS_ERR_CANCELLED);
     assert_null(w.offload.offloaded);
     hs_arena_free(w.arena);

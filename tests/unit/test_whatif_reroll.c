@@ -288,8 +288,10 @@ static void mixtral_finds_its_32_layers(void **state)
     assert_string_equal(w.scan.path, w.repeats[0].path);
     assert_contains(w.scan.note, "of 32 rerolled");
     assert_int_equal(hs_module_verify(w.scan.rerolled, &err), HS_OK);
+    /* every run of the step, forward and backward, each its own loop */
+    assert_true(w.scan.loops >= 2);
     assert_int_equal(count_opcode(w.scan.rerolled, HS_OP_WHILE),
-                     count_opcode(m, HS_OP_WHILE) + 1);
+                     count_opcode(m, HS_OP_WHILE) + w.scan.loops);
     assert_true(w.scan.instructions_after < w.scan.instructions_before);
     char *back_text = print(w.scan.rerolled);
     hs_module *back = parse(back_text);
@@ -297,6 +299,83 @@ static void mixtral_finds_its_32_layers(void **state)
     assert_int_equal(hs_module_instruction_count(back),
                      w.scan.instructions_after);
     hs_module_free(back);
+    hs_whatif_free(&w);
+    hs_module_free(m);
+}
+
+/* A training step hloscope traced unrolled (eight decoder layers, SGD),
+ * printed as HLO text and parsed back: its forward layers and its backward
+ * layers are two runs, and each becomes its own while. Every run of the
+ * entry says what became of it; both modules run on the same drawn
+ * arguments. */
+static const char k_train[] =
+    "{\"name\":\"reroll-train\",\"seed\":5,\"input\":{\"shape\":[1,16,32]},"
+    "\"layers\":[{\"repeat\":8,\"block\":{\"type\":\"decoder\",\"heads\":2,"
+    "\"hidden\":48}}],"
+    "\"train\":{\"loss\":\"mse\",\"target\":\"random\","
+    "\"optimizer\":{\"type\":\"sgd\",\"lr\":0.01},\"steps\":1}}";
+
+static void train_step_rerolls_forward_and_backward_runs(void **state)
+{
+    hs_program_options po;
+    hs_program_options_init(&po);
+    po.train = true;
+    hs_program_source src = {.kind = HS_SOURCE_MODEL, .text = k_train,
+                             .len = strlen(k_train)};
+    hs_error err;
+    hs_error_clear(&err);
+    hs_program *p = hs_program_build(&src, &po, &err);
+    if (!p)
+        fail_msg("build: %s", err.message);
+    char *text = print(p->traced);
+    hs_program_free(p);
+    hs_module *m = parse(text);
+    free(text);
+    assert_int_equal(count_opcode(m, HS_OP_WHILE), 0);
+
+    hs_whatif w;
+    analyse(m, true, &w);
+    if (!w.scan.analysed)
+        fail_msg("not rerolled: %s", w.scan.reason);
+    int rerolled = 0;
+    for (int k = 0; k < w.scan.n_runs; k++) {
+        const hs_whatif_scan_run *r = &w.scan.runs[k];
+        /* every run says what became of it */
+        assert_non_null(r->note);
+        assert_true(r->note[0] != '\0');
+        if (r->rerolled)
+            assert_true(r->layers_rerolled >= 2 &&
+                        r->layers_rerolled <= r->layers);
+        rerolled += r->rerolled;
+        print_message("  %s: %lld layers, %s %lld: %s\n", r->path,
+                      (long long)r->layers,
+                      r->rerolled ? "rerolled" : "not rerolled",
+                      (long long)r->layers_rerolled, r->note);
+    }
+    print_message("train step: %d runs, %d rerolled, %lld -> %lld "
+                  "instructions; %s\n",
+                  w.scan.n_runs, rerolled,
+                  (long long)w.scan.instructions_before,
+                  (long long)w.scan.instructions_after, w.scan.note);
+    /* the forward layers and the backward layers, each its own loop */
+    assert_true(w.scan.loops >= 2);
+    assert_int_equal(w.scan.loops, rerolled);
+    assert_int_equal(count_opcode(w.scan.rerolled, HS_OP_WHILE),
+                     w.scan.loops);
+    assert_true(w.scan.instructions_after < w.scan.instructions_before);
+    assert_int_equal(hs_module_verify(w.scan.rerolled, &err), HS_OK);
+    if (w.scan.equivalent != 1)
+        fail_msg("not bit-identical: %s", w.scan.note);
+
+    json_t *j = hs_whatif_json(&w);
+    json_t *r0 = json_array_get(
+        json_object_get(json_object_get(j, "scan"), "runs"), 0);
+    assert_true(json_is_boolean(json_object_get(r0, "rerolled")));
+    assert_true(json_is_string(json_object_get(r0, "note")));
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_object_get(j, "scan"), "loops")),
+                     w.scan.loops);
+    json_decref(j);
     hs_whatif_free(&w);
     hs_module_free(m);
 }
@@ -313,6 +392,7 @@ int main(void)
         cmocka_unit_test(a_module_without_repeats_says_so),
         cmocka_unit_test(an_unknown_device_fails_the_whole),
         cmocka_unit_test(mixtral_finds_its_32_layers),
+        cmocka_unit_test(train_step_rerolls_forward_and_backward_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

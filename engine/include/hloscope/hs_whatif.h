@@ -15,10 +15,10 @@
  *     }
  *
  * Four sections, each computed by its own file under engine/src/whatif/:
- *   - repeats + scan (reroll.c): runs of structurally identical consecutive
- *     blocks from the group tree (hs_groups.h), rewritten into one `while`
- *     over stacked per-layer parameters; both modules compiled, and run on
- *     the same inputs when the module is executable.
+ *   - repeats + scan (reroll*.c): runs of structurally identical
+ *     consecutive blocks from the group tree (hs_groups.h), each rewritten
+ *     into its own `while` over stacked per-layer parameters; both modules
+ *     compiled, and run on the same inputs when the module is executable.
  *   - offload (offload.c): activations produced in the forward part and
  *     consumed much later placed in host memory with the offload passes.
  *   - sharding (sharding.c): `sharding={...}` annotations applied to give
@@ -71,20 +71,45 @@ typedef struct hs_whatif_repeat {
     const char *path;           /* its group path ("run.0", "layers.*") */
 } hs_whatif_repeat;
 
+/* What the reroll made of one run: every run of repeated layers, and
+ * every numbered sibling scope of the entry (layers.0, layers.1, ... that
+ * the tree did not find identical), in the order they were tried. Each
+ * run that rerolls becomes its own while. */
+typedef struct hs_whatif_scan_run {
+    const char *path;        /* its group path */
+    int64_t layers;          /* layers in the run */
+    bool rerolled;
+    int64_t layers_rerolled; /* in the loop; those unlike the others stay
+                                unrolled, and note says which and why */
+    const char *note;        /* why not, or which layers were kept out */
+} hs_whatif_scan_run;
+
 typedef struct hs_whatif_scan {
     bool analysed;
     char reason[512]; /* !analysed: why (e.g. which instruction differs
                          between two blocks, as scan_layers' check says) */
-    const char *path; /* the run that was rerolled (the largest) */
+    const char *path; /* the largest run that was rerolled (every one
+                         rerolled says so in its repeats entry) */
+    int loops;        /* runs rerolled, each its own while */
+    int n_runs;
+    hs_whatif_scan_run *runs; /* every run, what became of it and why */
     int64_t instructions_before, instructions_after;
     double compile_seconds_before, compile_seconds_after;
     /* 1: both ran and every output is bit-identical; 0: they differ
      * (max_abs_difference says by how much); -1: not run (note says why). */
     int equivalent;
     double max_abs_difference;
-    char note[256];
+    char note[512];
     hs_module *rerolled; /* the rewritten module (owned) */
 } hs_whatif_scan;
+
+/* Device values the offload what-if leaves out, and why. */
+typedef struct hs_whatif_not_candidate {
+    const char *kind;   /* "called_computation", "shared_tuple_element" */
+    int64_t count;
+    double bytes;       /* their device bytes, summed */
+    const char *reason;
+} hs_whatif_not_candidate;
 
 typedef struct hs_whatif_offload {
     bool analysed;
@@ -97,6 +122,8 @@ typedef struct hs_whatif_offload {
     int n_chosen;
     const char **chosen;     /* names of the values placed on the host */
     hs_module *offloaded;    /* the rewritten module (owned) */
+    int n_not_candidates;
+    hs_whatif_not_candidate not_candidates[2];
 } hs_whatif_offload;
 
 typedef struct hs_whatif_sharding {

@@ -1,7 +1,10 @@
 /*
  * lifetimes.c - the values a step saves for later: for each device buffer
  * that an entry instruction defines, its uses in the schedule split at the
- * longest idle gap (measured in compute time on the device's clock). A
+ * longest idle gap (measured in compute time on the device's clock); an
+ * element of a tuple-shaped result (a loop's carried-out values, a
+ * multi-output fusion's) counts through the get-tuple-element that reads
+ * it, and a value a tuple or a loop takes is used where they run. A
  * value idle for at least a quarter of the step is saved for later; a step
  * whose saved values nest (one defined earlier and used again later than
  * another) has a backward pass consuming what its forward pass saved in
@@ -21,17 +24,22 @@ static bool is_view(const hs_instruction *i, const bool *defines)
            !defines[i->id];
 }
 
-/* Aggregates: a value that flows into one is returned or carried, not
- * idle. */
-static bool is_aggregate(const hs_instruction *i)
-{
-    return i->opcode == HS_OP_TUPLE || i->opcode == HS_OP_WHILE ||
-           i->opcode == HS_OP_CALL || i->opcode == HS_OP_CONDITIONAL;
-}
+/* Stretches of the schedule where a value is held by a tuple that holds
+ * it (from the tuple to its last use): no idle gap may fall inside one,
+ * whatever the value's own uses. */
+#define MAX_PINS 8
+typedef struct pins {
+    int n;
+    int from[MAX_PINS], to[MAX_PINS];
+} pins;
 
-typedef struct uses {
-    int *off, *at; /* by id: positions of the users, views followed */
-} uses;
+static bool pinned(const pins *p, int from, int to)
+{
+    for (int k = 0; k < p->n; k++)
+        if (from >= p->from[k] && to <= p->to[k])
+            return true;
+    return false;
+}
 
 static int cmp_int(const void *a, const void *b)
 {
@@ -54,29 +62,82 @@ static int cmp_from(const void *a, const void *b)
     return (x->idle_from > y->idle_from) - (x->idle_from < y->idle_from);
 }
 
-/* Positions where v is read, through views, into buf (at most cap);
- * -1 when v flows into an aggregate or the root. */
+/* Positions where v is read, through views and tuples, into buf (at most
+ * cap); -1 when v is returned (it reaches the root) or held by more
+ * tuples than pins keeps. A tuple that takes v is a use where it is
+ * built and holds v until its own last use (a pin); a loop, call or
+ * conditional reads v where it runs, a use there as any other (v must be
+ * on the device when the loop starts, and may be on the host before). */
 static int collect(const hs_computation *c, const hs_instruction *v,
                    const int *user_off, const hs_instruction **users,
                    const int *pos, const bool *defines, int *buf, int cap,
-                   int n, int depth)
+                   int n, int depth, pins *pn)
 {
     if (v == c->root)
         return -1;
     for (int u = user_off[v->id]; u < user_off[v->id + 1]; u++) {
         const hs_instruction *x = users[u];
-        if (is_aggregate(x) || x == c->root)
+        if (x == c->root)
             return -1;
-        if (is_view(x, defines) && depth < 8) {
-            n = collect(c, x, user_off, users, pos, defines, buf, cap, n,
-                        depth + 1);
-            if (n < 0)
-                return -1;
-        } else if (n < cap) {
-            buf[n++] = pos[x->id];
+        bool through = (is_view(x, defines) || x->opcode == HS_OP_TUPLE) &&
+                       depth < 8;
+        if (!through) {
+            if (n < cap)
+                buf[n++] = pos[x->id];
+            continue;
         }
+        int n0 = n;
+        n = collect(c, x, user_off, users, pos, defines, buf, cap, n,
+                    depth + 1, pn);
+        if (n < 0)
+            return -1;
+        if (x->opcode != HS_OP_TUPLE)
+            continue;
+        int last = pos[x->id];
+        for (int k = n0; k < n; k++)
+            last = buf[k] > last ? buf[k] : last;
+        if (pn->n == MAX_PINS)
+            return -1;
+        pn->from[pn->n] = pos[x->id];
+        pn->to[pn->n++] = last;
+        if (n < cap)
+            buf[n++] = pos[x->id];
     }
     return n;
+}
+
+/* The element of tuple-shaped v that buffer lb is (a loop's or a
+ * multi-output fusion's result), and the one get-tuple-element of the
+ * entry that reads it: what is offloaded for it. NULL when lb is v's
+ * index table, a nested element, or read by several get-tuple-elements
+ * (*shared set). */
+static const hs_instruction *element_reader(const hs_computation *c,
+                                            const hs_logical_buffer *lb,
+                                            const int *user_off,
+                                            const hs_instruction **users,
+                                            bool *shared)
+{
+    const hs_instruction *v = lb->instruction;
+    int e = -1;
+    for (int k = 0; k < v->shape.n_elems && e < 0; k++)
+        if (lb->shape == &v->shape.elems[k] &&
+            v->shape.elems[k].dtype != HS_TUPLE)
+            e = k;
+    if (e < 0)
+        return NULL;
+    const hs_instruction *g = NULL;
+    for (int u = user_off[v->id]; u < user_off[v->id + 1]; u++) {
+        const hs_instruction *x = users[u];
+        if (x->opcode != HS_OP_GET_TUPLE_ELEMENT || x->index != e ||
+            x == g || x->parent != c)
+            continue;
+        if (g) {
+            *shared = true;
+            return NULL;
+        }
+        g = x;
+    }
+    return g;
 }
 
 hs_status hs__find_saved_values(const hs_module *m,
@@ -161,13 +222,33 @@ hs_status hs__find_saved_values(const hs_module *m,
     for (int b = 0; b < nb; b++) {
         const hs_logical_buffer *lb = &bufs[b];
         const hs_instruction *v = lb->instruction;
-        if (lb->computation != c || lb->memory_space == HS_MEMSPACE_HOST ||
-            lb->kind != HS_BUFFER_TEMPORARY || v->shape.dtype == HS_TUPLE ||
-            v->opcode == HS_OP_PARAMETER || v->opcode == HS_OP_CONSTANT ||
-            lb->bytes <= 0 || pos[v->id] < 0)
+        if (lb->memory_space == HS_MEMSPACE_HOST ||
+            lb->kind != HS_BUFFER_TEMPORARY || lb->bytes <= 0)
             continue;
+        if (lb->computation != c) {
+            /* A loop body's or a called computation's own value lives for
+             * one run of it, inside the call site's instruction of the
+             * entry: counted, not a candidate (docs/WHATIF.md). */
+            out->called.count++;
+            out->called.bytes += lb->bytes;
+            continue;
+        }
+        if (v->opcode == HS_OP_PARAMETER || v->opcode == HS_OP_CONSTANT ||
+            pos[v->id] < 0)
+            continue;
+        if (v->shape.dtype == HS_TUPLE) {
+            bool shared = false;
+            v = element_reader(c, lb, user_off, users, &shared);
+            if (shared) {
+                out->shared_elements.count++;
+                out->shared_elements.bytes += lb->bytes;
+            }
+            if (!v || pos[v->id] < 0)
+                continue;
+        }
+        pins pn = {0};
         int k = collect(c, v, user_off, users, pos, defines, buf,
-                        (int)n_uses + 1, 0, 0);
+                        (int)n_uses + 1, 0, 0, &pn);
         if (k <= 0)
             continue;
         qsort(buf, (size_t)k, sizeof *buf, cmp_int);
@@ -176,6 +257,10 @@ hs_status hs__find_saved_values(const hs_module *m,
         for (int u = 0; u < k; u++) {
             if (buf[u] <= prev)
                 continue;
+            if (pinned(&pn, prev, buf[u])) {
+                prev = buf[u];
+                continue;
+            }
             double idle = finish[buf[u] - 1] - finish[prev];
             if (idle > best) {
                 best = idle;

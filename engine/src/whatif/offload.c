@@ -325,11 +325,37 @@ static hs_status search(const hs_module *a, hs__lifetimes *l,
     return st;
 }
 
-hs_status hs__whatif_offload(const hs_module *m, const hs_group_tree *t,
+/* The device values left out of the choice, said with why (the JSON's
+ * not_candidates). */
+static void say_not_candidates(const hs__lifetimes *l, hs_whatif_offload *r)
+{
+    if (l->called.count > 0)
+        r->not_candidates[r->n_not_candidates++] = (hs_whatif_not_candidate){
+            .kind = "called_computation",
+            .count = l->called.count,
+            .bytes = (double)l->called.bytes,
+            .reason = "defined inside a loop body or a called computation: "
+                      "it lives for one run of that computation, within one "
+                      "instruction of the entry, so it is never idle on the "
+                      "entry's clock; a scanned model moves its per-step "
+                      "residuals with its residual policy, which places the "
+                      "copies inside the body"};
+    if (l->shared_elements.count > 0)
+        r->not_candidates[r->n_not_candidates++] = (hs_whatif_not_candidate){
+            .kind = "shared_tuple_element",
+            .count = l->shared_elements.count,
+            .bytes = (double)l->shared_elements.bytes,
+            .reason = "an element of a tuple-shaped result read by several "
+                      "get-tuple-elements: the placement annotation moves "
+                      "one value, and each reader would keep the element on "
+                      "the device"};
+}
+
+hs_status hs__whatif_offload(const hs_module *m, const hs__whatif_shared *sh,
                              const hs_whatif_options *o, hs_whatif *w,
                              hs_error *err)
 {
-    (void)t;
+    (void)m;
     hs_whatif_offload *r = &w->offload;
     memset(r, 0, sizeof *r);
     const char *dev = o->device ? o->device : hs_device_default_name();
@@ -341,20 +367,11 @@ hs_status hs__whatif_offload(const hs_module *m, const hs_group_tree *t,
     if (st != HS_OK)
         return st;
 
-    hs_compile_options co;
-    hs__whatif_compile_options(o, spec->name, NULL, &co);
-    hs_executable *exe = NULL;
-    hs_error cerr;
-    hs_error_clear(&cerr);
-    st = hs_compile(m, &co, NULL, NULL, &exe, &cerr);
-    if (st != HS_OK) {
-        if (stops_everything(st)) {
-            if (err)
-                *err = cerr;
-            return st;
-        }
+    /* The module compiled as it is: the driver's one compile. */
+    const hs_executable *exe = sh->exe;
+    if (!exe) {
         char msg[400];
-        hs_error_format(&cerr, msg, sizeof msg);
+        hs_error_format(&sh->why, msg, sizeof msg);
         not_analysed(r, "the module does not compile: %s", msg);
         return HS_OK;
     }
@@ -376,13 +393,14 @@ hs_status hs__whatif_offload(const hs_module *m, const hs_group_tree *t,
     if ((st = hs_device_estimate_clock(a, spec, finish, &est, err)) != HS_OK ||
         (st = hs__find_saved_values(a, ba, finish, &l, err)) != HS_OK)
         goto out;
+    say_not_candidates(&l, r);
     if (l.n == 0) {
         not_analysed(r, "%s",
-                     "no array the entry computation defines stays idle on "
-                     "the device for a quarter of the step's compute time: "
-                     "nothing is saved for later (an inference module? "
-                     "values carried by loops are not considered: a "
-                     "scanned model offloads through its residual policy)");
+                     "no array the entry computation defines (or a loop "
+                     "or a tuple-shaped result carries out) stays idle on "
+                     "the device for a quarter of the step's compute "
+                     "time: nothing is saved for later (an inference "
+                     "module?)");
         goto out;
     }
     if (!l.nested) {
@@ -432,6 +450,5 @@ hs_status hs__whatif_offload(const hs_module *m, const hs_group_tree *t,
 out:
     hs__lifetimes_free(&l);
     free(finish);
-    hs_executable_release(exe);
     return st;
 }

@@ -37,6 +37,12 @@ typedef struct hs__lifetimes {
      * order. */
     bool nested;
     int64_t idle_values_bytes;
+    /* Device values that are not candidates, counted: those of loop
+     * bodies and called computations, and tuple elements read by several
+     * get-tuple-elements. */
+    struct hs__not_candidate {
+        int64_t count, bytes;
+    } called, shared_elements;
 } hs__lifetimes;
 
 /* Fraction of the step's compute time a value must stay idle to count as

@@ -276,39 +276,17 @@ static hs_status analyse(sharding_run *run, hs_whatif_sharding *out,
     return HS_OK;
 }
 
-/* Compiles m as it is for the device (the default pipeline, as the
- * offload section does), so that the peaks are the compile's: the
- * executable in *exe, or NULL with the reason in why when m does not
- * compile (the section then reads m as parsed). */
-static hs_status compile(const hs_module *m, const hs_whatif_options *o,
-                         hs_executable **exe, hs_error *why, hs_error *err)
-{
-    const char *dev = o->device ? o->device : hs_device_default_name();
-    const hs_device_spec *spec = hs_device_find(dev);
-    if (!spec)
-        return hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", dev);
-    hs_compile_options co;
-    hs__whatif_compile_options(o, spec->name, NULL, &co);
-    *exe = NULL;
-    hs_status st = hs_compile(m, &co, NULL, NULL, exe, why);
-    if (st == HS_ERR_CANCELLED || st == HS_ERR_NOMEM) {
-        *err = *why;
-        return st;
-    }
-    return HS_OK;
-}
-
-hs_status hs__whatif_sharding(const hs_module *m, const hs_whatif_options *o,
-                              hs_whatif *w, hs_error *err)
+hs_status hs__whatif_sharding(const hs_module *m, const hs__whatif_shared *sh,
+                              const hs_whatif_options *o, hs_whatif *w,
+                              hs_error *err)
 {
     hs_whatif_sharding *out = &w->sharding;
     memset(out, 0, sizeof *out);
-    hs_executable *exe = NULL;
-    hs_error why;
-    hs_error_clear(&why);
-    hs_status st = compile(m, o, &exe, &why, err);
-    if (st != HS_OK)
-        return st;
+    /* The module compiled as it is for the device (the driver's one
+     * compile, the offload section's too), so that the peaks are the
+     * compile's; read as parsed when it does not compile. */
+    const hs_executable *exe = sh->exe;
+    hs_status st;
     if (exe)
         m = hs_executable_module(exe);
     sharding_run run = {.m = m, .o = o, .n_ids = m->next_id,
@@ -319,7 +297,7 @@ hs_status hs__whatif_sharding(const hs_module *m, const hs_whatif_options *o,
         run.compiled_peak = (double)hs_buffers_peak(
             hs_executable_buffers(exe), HS_MEMSPACE_DEVICE).bytes;
     if (!exe)
-        hs_error_format(&why, run.not_compiled, sizeof run.not_compiled);
+        hs_error_format(&sh->why, run.not_compiled, sizeof run.not_compiled);
     run.scratch = hs_arena_new(0);
     run.of = calloc(run.n_ids > 0 ? (size_t)run.n_ids : 1, sizeof *run.of);
     st = run.scratch && run.of
@@ -327,6 +305,5 @@ hs_status hs__whatif_sharding(const hs_module *m, const hs_whatif_options *o,
              : hs_error_set(err, HS_ERR_NOMEM, "out of memory");
     free(run.of);
     hs_arena_free(run.scratch);
-    hs_executable_release(exe);
     return st;
 }

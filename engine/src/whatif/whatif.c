@@ -1,6 +1,6 @@
 /* whatif.c - the what-if driver (hs_whatif.h): builds the group tree of
- * the entry once, calls each section in turn (whatif_internal.h) and
- * times the whole. A section that does not apply says so in its own
+ * the entry and compiles the module once (hs__whatif_shared), calls each
+ * section in turn (whatif_internal.h) and times the whole. A section that does not apply says so in its own
  * analysed/reason; only what stops every section (cancelled, out of host
  * memory, an unknown device) fails the analysis. */
 #include <stdio.h>
@@ -39,6 +39,38 @@ void hs__whatif_compile_options(const hs_whatif_options *o, const char *device,
     }
 }
 
+hs_status hs__whatif_shared_init(const hs_module *m, const hs_group_tree *t,
+                                 const hs_whatif_options *o,
+                                 hs__whatif_shared *sh, hs_error *err)
+{
+    memset(sh, 0, sizeof *sh);
+    hs_error_clear(&sh->why);
+    sh->tree = t;
+    const char *device = o->device ? o->device : hs_device_default_name();
+    if (!hs_device_find(device)) {
+        hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", device);
+        snprintf(err->path, sizeof err->path, "/device");
+        return HS_ERR_INVALID;
+    }
+    hs_compile_options co;
+    hs__whatif_compile_options(o, device, NULL, &co);
+    int64_t t0 = hs_now_ns();
+    hs_status s = hs_compile(m, &co, NULL, NULL, &sh->exe, &sh->why);
+    sh->compile_seconds = (double)(hs_now_ns() - t0) / 1e9;
+    if (s == HS_ERR_CANCELLED || s == HS_ERR_NOMEM) {
+        if (err)
+            *err = sh->why;
+        return s;
+    }
+    return HS_OK;
+}
+
+void hs__whatif_shared_free(hs__whatif_shared *sh)
+{
+    hs_executable_release(sh->exe);
+    sh->exe = NULL;
+}
+
 hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
                             hs_whatif *out, hs_error *err)
 {
@@ -50,11 +82,6 @@ hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
         o = &defaults;
     }
     const char *device = o->device ? o->device : hs_device_default_name();
-    if (!hs_device_find(device)) {
-        hs_error_set(err, HS_ERR_INVALID, "unknown device '%s'", device);
-        snprintf(err->path, sizeof err->path, "/device");
-        return HS_ERR_INVALID;
-    }
     if (!m || !m->entry)
         return hs_error_set(err, HS_ERR_INVALID, "whatif: no entry computation");
     out->module = m;
@@ -63,19 +90,23 @@ hs_status hs_whatif_analyse(const hs_module *m, const hs_whatif_options *o,
         return hs_error_set(err, HS_ERR_NOMEM, "whatif: out of host memory");
     out->device = hs_arena_strdup(out->arena, device);
     hs_group_tree *t = NULL;
+    hs__whatif_shared sh = {0};
     hs_status s = hs_groups_build(m, NULL, &t, err);
     if (s == HS_OK)
         s = hs__whatif_stopped(o, "the analysis", err);
     if (s == HS_OK)
-        s = hs__whatif_reroll(m, t, o, out, err);
+        s = hs__whatif_shared_init(m, t, o, &sh, err);
+    if (s == HS_OK)
+        s = hs__whatif_reroll(m, &sh, o, out, err);
     if (s == HS_OK)
         s = hs__whatif_stopped(o, "the analysis", err);
     if (s == HS_OK)
-        s = hs__whatif_offload(m, t, o, out, err);
+        s = hs__whatif_offload(m, &sh, o, out, err);
     if (s == HS_OK)
         s = hs__whatif_stopped(o, "the analysis", err);
     if (s == HS_OK)
-        s = hs__whatif_sharding(m, o, out, err);
+        s = hs__whatif_sharding(m, &sh, o, out, err);
+    hs__whatif_shared_free(&sh);
     hs_groups_free(t);
     out->analysis_seconds = (double)(hs_now_ns() - t0) / 1e9;
     if (s != HS_OK)
