@@ -336,6 +336,133 @@ static void cancelled_analysis_stops(void **state)
     hs_module_free(m);
 }
 
+/* A loop that runs early carries out a value (an element of its result
+ * tuple) that is read again only at the end (rows chosen by the last
+ * result, so no schedule can read them earlier), around another value
+ * saved for later: the element is a candidate through its get-tuple-element,
+ * which moves up to the loop so that the copy leaves when the bytes are
+ * made. With a budget below the peak it goes to the host, the peak drops,
+ * and the step computes the same bits. The loop body's own values are
+ * counted as not candidates, with the reason. */
+static const char k_loop_result[] =
+    "HloModule loop_result\n"
+    "sum {\n"
+    "  x = f32[] parameter(0)\n"
+    "  y = f32[] parameter(1)\n"
+    "  ROOT s = f32[] add(x, y)\n"
+    "}\n"
+    "body {\n"
+    "  s = (s32[], f32[1024,512]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(s), index=0\n"
+    "  x = f32[1024,512] get-tuple-element(s), index=1\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  y = f32[1024,512] tanh(x)\n"
+    "  ROOT r = (s32[], f32[1024,512]) tuple(i1, y)\n"
+    "}\n"
+    "cond {\n"
+    "  s = (s32[], f32[1024,512]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(s), index=0\n"
+    "  n = s32[] constant(2)\n"
+    "  ROOT c = pred[] compare(i, n), direction=LT\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  p = f32[1024,512] parameter(0)\n"
+    "  w = f32[512,512] parameter(1)\n"
+    "  z = s32[] constant(0)\n"
+    "  t = (s32[], f32[1024,512]) tuple(z, p)\n"
+    "  l = (s32[], f32[1024,512]) while(t), condition=cond, body=body\n"
+    "  a = f32[1024,512] get-tuple-element(l), index=1\n"
+    "  a1 = f32[512,512] slice(a), slice={[512:1024], [0:512]}\n"
+    "  b = f32[512,512] dot(a1, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h0 = f32[512,512] exponential(b)\n"
+    "  h1 = f32[512,512] dot(h0, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h2 = f32[512,512] dot(h1, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h3 = f32[512,512] dot(h2, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h4 = f32[512,512] dot(h3, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h5 = f32[512,512] dot(h4, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h6 = f32[512,512] dot(h5, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h7 = f32[512,512] dot(h6, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  h8 = f32[512,512] dot(h7, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g0 = f32[512,512] add(h8, b)\n"
+    "  g1 = f32[512,512] dot(g0, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g2 = f32[512,512] dot(g1, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g3 = f32[512,512] dot(g2, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g4 = f32[512,512] dot(g3, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g5 = f32[512,512] dot(g4, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g6 = f32[512,512] dot(g5, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g7 = f32[512,512] dot(g6, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  g8 = f32[512,512] dot(g7, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  zf = f32[] constant(0)\n"
+    "  r8 = f32[] reduce(g8, zf), dimensions={0,1}, to_apply=sum\n"
+    "  up = pred[] compare(r8, zf), direction=GT\n"
+    "  c1 = s32[] constant(512)\n"
+    "  ri = s32[] select(up, c1, z)\n"
+    "  ds = f32[512,512] dynamic-slice(a, ri, z), dynamic_slice_sizes={512,512}\n"
+    "  ROOT u = f32[512,512] multiply(ds, g8)\n"
+    "}\n";
+
+static void a_loop_result_read_late_is_offloaded(void **state)
+{
+    (void)state;
+    hs_module *m = parse(k_loop_result);
+    double before = compiled_peak(m, "teach-64m");
+    hs_whatif w = analyse(m, "teach-64m", before - 512.0 * 1024.0);
+    hs_whatif_offload *r = &w.offload;
+    if (!r->analysed)
+        fail_msg("not analysed: %s", r->reason);
+    print_message("loop result: peak %.0f -> %.0f (budget %.0f), %d "
+                  "values moved, %.0f bytes\n",
+                  r->peak_before, r->peak_after, r->budget, r->n_chosen,
+                  r->bytes_moved);
+    bool element = false;
+    for (int k = 0; k < r->n_chosen; k++) {
+        print_message("  chosen %s\n", r->chosen[k]);
+        element |= strcmp(r->chosen[k], "a") == 0;
+    }
+    assert_true(element);
+    assert_true(r->fits);
+    assert_true(r->peak_after < r->peak_before);
+    assert_true(r->n_not_candidates >= 1);
+    assert_string_equal(r->not_candidates[0].kind, "called_computation");
+    assert_true(r->not_candidates[0].count > 0 &&
+                r->not_candidates[0].reason[0] != '\0');
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_module_verify(r->offloaded, &err), HS_OK);
+
+    /* The same bits as the module compiled as it is. */
+    hs_compile_options co;
+    hs_compile_options_init(&co);
+    co.device = "teach-64m";
+    hs_executable *exe;
+    assert_int_equal(hs_compile(m, &co, NULL, NULL, &exe, &err), HS_OK);
+    int n_args;
+    hs_tensor **args = draw_args(m, &n_args);
+    const hs_device_spec *dev = hs_device_find("teach-64m");
+    hs_tensor **x = NULL, **y = NULL;
+    int nx = 0, ny = 0;
+    hs_run_stats sx, sy;
+    if (hs_device_run(hs_executable_module(exe), dev, args, n_args, &x, &nx,
+                      &sx, &err) != HS_OK ||
+        hs_device_run(r->offloaded, dev, args, n_args, &y, &ny, &sy, &err) !=
+            HS_OK)
+        fail_msg("run: %s", err.message);
+    assert_int_equal(nx, ny);
+    for (int k = 0; k < nx; k++)
+        assert_memory_equal(x[k]->data, y[k]->data,
+                            (size_t)hs_shape_bytes(&x[k]->shape));
+    assert_true((double)sy.peak_device_bytes <= r->budget);
+    hs_tensors_free(x, nx);
+    hs_tensors_free(y, ny);
+    for (int k = 0; k < n_args; k++)
+        hs_tensor_free(args[k]);
+    free(args);
+    hs_executable_release(exe);
+    release(&w);
+    hs_module_free(m);
+}
+
 static void mixtral_shard_is_analysed_in_seconds(void **state)
 {
     (void)state;
@@ -387,6 +514,7 @@ int main(void)
         cmocka_unit_test(late_prefetches_are_what_fits),
         cmocka_unit_test(forward_module_is_not_applicable),
         cmocka_unit_test(cancelled_analysis_stops),
+        cmocka_unit_test(a_loop_result_read_late_is_offloaded),
         cmocka_unit_test(mixtral_shard_is_analysed_in_seconds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

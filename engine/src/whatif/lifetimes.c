@@ -63,7 +63,8 @@ static int cmp_from(const void *a, const void *b)
 }
 
 /* Positions where v is read, through views and tuples, into buf (at most
- * cap); -1 when v is returned (it reaches the root) or held by more
+ * cap); -1 when v is returned (it is the root, or a tuple or view of it
+ * is) or held by more
  * tuples than pins keeps. A tuple that takes v is a use where it is
  * built and holds v until its own last use (a pin); a loop, call or
  * conditional reads v where it runs, a use there as any other (v must be
@@ -76,9 +77,9 @@ static int collect(const hs_computation *c, const hs_instruction *v,
     if (v == c->root)
         return -1;
     for (int u = user_off[v->id]; u < user_off[v->id + 1]; u++) {
+        /* The root reading v computes from it (a use); a root tuple or
+         * view of v returns it (the recursion below says so). */
         const hs_instruction *x = users[u];
-        if (x == c->root)
-            return -1;
         bool through = (is_view(x, defines) || x->opcode == HS_OP_TUPLE) &&
                        depth < 8;
         if (!through) {
@@ -236,6 +237,10 @@ hs_status hs__find_saved_values(const hs_module *m,
         if (v->opcode == HS_OP_PARAMETER || v->opcode == HS_OP_CONSTANT ||
             pos[v->id] < 0)
             continue;
+        /* Where the bytes are defined: an element's producer, however late
+         * the schedule reads it (a get-tuple-element is free, and is often
+         * placed right before its first use). */
+        int def = pos[v->id];
         if (v->shape.dtype == HS_TUPLE) {
             bool shared = false;
             v = element_reader(c, lb, user_off, users, &shared);
@@ -252,7 +257,7 @@ hs_status hs__find_saved_values(const hs_module *m,
         if (k <= 0)
             continue;
         qsort(buf, (size_t)k, sizeof *buf, cmp_int);
-        int prev = pos[v->id], from = -1, to = -1;
+        int prev = def, from = -1, to = -1;
         double best = -1;
         for (int u = 0; u < k; u++) {
             if (buf[u] <= prev)
@@ -274,7 +279,7 @@ hs_status hs__find_saved_values(const hs_module *m,
         hs__saved_value *sv = &out->values[out->n++];
         sv->value = v;
         sv->bytes = lb->bytes;
-        sv->def = pos[v->id];
+        sv->def = def;
         sv->idle_from = from;
         sv->idle_to = to;
         sv->idle_seconds = best;

@@ -92,9 +92,13 @@ static hs_module *annotate(const hs_module *a, const hs__lifetimes *l,
     int n0 = c->n_instrs;
     hs_instruction **by_id = calloc((size_t)b->next_id + 1, sizeof *by_id);
     int *pos = malloc(sizeof *pos * ((size_t)b->next_id + 1));
-    /* For each position: the annotations to place after it. */
-    hs_instruction **after = calloc((size_t)n0 * 2 + 2, sizeof *after);
-    if (!by_id || !pos || !after)
+    /* The annotations (and the get-tuple-elements moved up to their
+     * producer) to place after a position, in order. */
+    int n_extra = 0;
+    hs_instruction **extra = malloc(sizeof *extra * ((size_t)l->n * 3 + 1));
+    int *extra_at = malloc(sizeof *extra_at * ((size_t)l->n * 3 + 1));
+    bool *moved = calloc((size_t)n0 + 1, sizeof *moved);
+    if (!by_id || !pos || !extra || !extra_at || !moved)
         goto fail;
     for (int k = 0; k < n0; k++) {
         by_id[c->instrs[k]->id] = c->instrs[k];
@@ -111,8 +115,19 @@ static hs_module *annotate(const hs_module *a, const hs__lifetimes *l,
         hs_instruction *d = h ? placement(c, h, v, false) : NULL;
         if (!d)
             goto fail;
-        after[2 * pos[v->id]] = h;
-        after[2 * pos[v->id] + 1] = d;
+        /* An element read late by its get-tuple-element: the read moves up
+         * to the producer, so the copy leaves when the bytes are made. */
+        int at = pos[v->id];
+        if (v->opcode == HS_OP_GET_TUPLE_ELEMENT && sv->def < at) {
+            moved[at] = true;
+            at = sv->def;
+            extra_at[n_extra] = at;
+            extra[n_extra++] = v;
+        }
+        extra_at[n_extra] = at;
+        extra[n_extra++] = h;
+        extra_at[n_extra] = at;
+        extra[n_extra++] = d;
         /* Uses after the gap (views of v whose uses all lie after it
          * read d as a whole). */
         for (int k = sv->idle_to; k < n0; k++) {
@@ -150,25 +165,31 @@ static hs_module *annotate(const hs_module *a, const hs__lifetimes *l,
     }
     int w = 0;
     for (int k = 0; k < n0; k++) {
-        order[w++] = c->instrs[k];
-        for (int s = 0; s < 2; s++)
-            if (after[2 * k + s]) {
-                order[w++] = after[2 * k + s];
-                (*ours)[after[2 * k + s]->id] = true;
+        if (!moved[k])
+            order[w++] = c->instrs[k];
+        for (int e = 0; e < n_extra; e++)
+            if (extra_at[e] == k) {
+                order[w++] = extra[e];
+                if (extra[e]->opcode == HS_OP_CUSTOM_CALL)
+                    (*ours)[extra[e]->id] = true;
             }
     }
     memcpy(c->instrs, order, sizeof *order * (size_t)w);
     free(order);
     free(by_id);
     free(pos);
-    free(after);
+    free(extra);
+    free(extra_at);
+    free(moved);
     return b;
 fail:
     free(*ours);
     *ours = NULL;
     free(by_id);
     free(pos);
-    free(after);
+    free(extra);
+    free(extra_at);
+    free(moved);
     hs_module_free(b);
     return NULL;
 }

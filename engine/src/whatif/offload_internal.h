@@ -17,9 +17,12 @@
 /* A value idle for a long time between two of its uses. Positions are in
  * the entry computation's schedule. */
 typedef struct hs__saved_value {
-    const hs_instruction *value; /* defines its own device buffer */
+    /* defines its own device buffer, or the get-tuple-element that reads
+     * an element of a tuple-shaped result */
+    const hs_instruction *value;
     int64_t bytes;
-    int def;           /* where it is defined */
+    int def;           /* where it is defined (an element: where its
+                          tuple-shaped producer is) */
     int idle_from;     /* the last use before the idle gap (or def) */
     int idle_to;       /* the first use after it */
     double idle_seconds; /* compute time strictly inside the gap */
