@@ -517,6 +517,14 @@ static int hoist(hs_computation *c, hs_instruction *x, int depth, bool *moved)
     return k;
 }
 
+/* A copy placed on the device's clock (HS_PLACED_ATTRIBUTE: the offload
+ * what-if's) stays where it is. */
+static bool placed_already(const hs_instruction *i)
+{
+    return i->frontend_attributes &&
+           strstr(i->frontend_attributes, HS_PLACED_ATTRIBUTE) != NULL;
+}
+
 bool hs__place_async_copies(hs_computation *c)
 {
     bool moved = false;
@@ -529,7 +537,7 @@ bool hs__place_async_copies(hs_computation *c)
     for (int k = 0; k < c->n_instrs; k++) {
         hs_instruction *cs = c->instrs[k];
         if (cs->opcode != HS_OP_COPY_START || cs->n_operands != 1 ||
-            cs->operands[0]->shape.dtype == HS_TUPLE)
+            cs->operands[0]->shape.dtype == HS_TUPLE || placed_already(cs))
             continue;
         hs_opcode op = cs->operands[0]->opcode;
         if (cs->operands[0]->shape.memory_space == HS_MEMSPACE_HOST ||
@@ -538,7 +546,8 @@ bool hs__place_async_copies(hs_computation *c)
     }
     for (int k = 0; k < c->n_instrs; k++) {
         hs_instruction *cs = c->instrs[k];
-        if (cs->opcode != HS_OP_COPY_START || cs->n_operands != 1)
+        if (cs->opcode != HS_OP_COPY_START || cs->n_operands != 1 ||
+            placed_already(cs))
             continue;
         /* Issue as early as possible: right after the operand (or at the
          * top when it is a parameter or defined elsewhere). */
@@ -553,7 +562,8 @@ bool hs__place_async_copies(hs_computation *c)
     }
     for (int k = c->n_instrs - 1; k >= 0; k--) {
         hs_instruction *cd = c->instrs[k];
-        if (cd->opcode != HS_OP_COPY_DONE || cd == c->root)
+        if (cd->opcode != HS_OP_COPY_DONE || cd == c->root ||
+            placed_already(cd))
             continue;
         int n_users = 0;
         const hs_instruction *only = NULL;

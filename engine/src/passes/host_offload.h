@@ -10,7 +10,11 @@
 #include "hloscope/hs_ir.h"
 
 /* Copy-starts right after their operand, copy-dones right before their
- * first use; true when anything moved. */
+ * first use; true when anything moved. A copy whose frontend attributes
+ * hold HS_PLACED_ATTRIBUTE stays where it is: its place was chosen on the
+ * device's clock (the offload what-if, engine/src/whatif/prefetch.c), and
+ * a compile of its HLO text keeps it. */
+#define HS_PLACED_ATTRIBUTE "_hloscope_copy_placed=\"true\""
 bool hs__place_async_copies(hs_computation *c);
 
 #endif

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ir/invariant.h"
+#include "passes/host_offload.h" /* HS_PLACED_ATTRIBUTE */
 #include "whatif/offload_internal.h"
 
 typedef struct pair {
@@ -44,6 +45,22 @@ static int cmp_use_desc(const void *a, const void *b)
     if (x->to_host != y->to_host)
         return x->to_host ? -1 : 1;
     return (x->first_use < y->first_use) - (x->first_use > y->first_use);
+}
+
+/* Adds HS_PLACED_ATTRIBUTE to x's frontend attributes (kept when the
+ * arena is out of memory: the copy is then only re-placed by a compile). */
+static void mark_placed(hs_instruction *x)
+{
+    const char *old = x->frontend_attributes;
+    if (old && strstr(old, HS_PLACED_ATTRIBUTE))
+        return;
+    const char *attr =
+        old && old[0] ? hs_arena_printf(hs_instruction_arena(x), "%s,%s",
+                                        old, HS_PLACED_ATTRIBUTE)
+                      : hs_arena_strdup(hs_instruction_arena(x),
+                                        HS_PLACED_ATTRIBUTE);
+    if (attr)
+        x->frontend_attributes = attr;
 }
 
 hs_status hs__place_offload_copies(hs_module *m, const hs_device_spec *spec,
@@ -87,6 +104,11 @@ hs_status hs__place_offload_copies(hs_module *m, const hs_device_spec *spec,
         pair *p = &pairs[np++];
         p->done = cd;
         p->start = cd->operands[0];
+        /* Placed on the device's clock: a compile of the offloaded
+         * module's HLO text keeps them where they are (host-offload-async
+         * would issue every copy-start right after its operand). */
+        mark_placed(cd);
+        mark_placed(p->start);
         p->to_host = to_host(p->start);
         int64_t bytes = hs_shape_bytes(&cd->shape);
         p->seconds = spec->host_link_bandwidth > 0

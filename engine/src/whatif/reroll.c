@@ -75,8 +75,13 @@ static hs_status list_repeats(const hs_module *m, const hs_group_tree *t,
 static hs_whatif_scan_run *add_run(hs_whatif *w, const char *path,
                                    int64_t layers, const char *note)
 {
+    /* The tree is freed after the analysis: the path lives in the arena. */
     hs_whatif_scan_run *r = &w->scan.runs[w->scan.n_runs++];
-    *r = (hs_whatif_scan_run){.path = path, .layers = layers, .note = note};
+    *r = (hs_whatif_scan_run){.path = hs_arena_strdup(w->arena, path),
+                              .layers = layers,
+                              .note = note ? note : ""};
+    if (!r->path)
+        r->path = "";
     return r;
 }
 
