@@ -202,6 +202,47 @@ static hs_tensor **draw_args(const hs_module *m, int *n)
     return args;
 }
 
+/* m compiled as it is (the default pipeline) run on device `as_is`, and
+ * its offloaded module on device `offloaded_on`, on the same drawn
+ * arguments: every output must be the same bits. The runs' stats in *sa,
+ * *sb. */
+static void run_both_same_bits(const hs_module *m, const char *as_is,
+                               const hs_module *offloaded,
+                               const char *offloaded_on, hs_run_stats *sa,
+                               hs_run_stats *sb)
+{
+    hs_compile_options co;
+    hs_compile_options_init(&co);
+    co.device = as_is;
+    hs_executable *exe;
+    hs_error err;
+    hs_error_clear(&err);
+    assert_int_equal(hs_compile(m, &co, NULL, NULL, &exe, &err), HS_OK);
+    int n_args;
+    hs_tensor **args = draw_args(m, &n_args);
+    hs_tensor **a = NULL, **b = NULL;
+    int na = 0, nb = 0;
+    if (hs_device_run(hs_executable_module(exe), hs_device_find(as_is), args,
+                      n_args, &a, &na, sa, &err) != HS_OK)
+        fail_msg("run: %s", err.message);
+    if (hs_device_run(offloaded, hs_device_find(offloaded_on), args, n_args,
+                      &b, &nb, sb, &err) != HS_OK)
+        fail_msg("run offloaded: %s", err.message);
+    assert_int_equal(na, nb);
+    for (int k = 0; k < na; k++) {
+        assert_int_equal(hs_shape_bytes(&a[k]->shape),
+                         hs_shape_bytes(&b[k]->shape));
+        assert_memory_equal(a[k]->data, b[k]->data,
+                            (size_t)hs_shape_bytes(&a[k]->shape));
+    }
+    hs_tensors_free(a, na);
+    hs_tensors_free(b, nb);
+    for (int k = 0; k < n_args; k++)
+        hs_tensor_free(args[k]);
+    free(args);
+    hs_executable_release(exe);
+}
+
 /* The offloaded step computes what the step computes, bit for bit: the
  * copies move bytes, and the same instructions run on them. */
 static void offloaded_step_runs_bit_identical(void **state)
@@ -210,47 +251,18 @@ static void offloaded_step_runs_bit_identical(void **state)
     hs_module *m = dump(k_decoder, true, NULL);
     hs_whatif w = analyse(m, "teach-16m", 0);
     assert_true(w.offload.fits);
-    hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = "teach-64m";
-    hs_executable *exe;
-    hs_error err;
-    hs_error_clear(&err);
-    assert_int_equal(hs_compile(m, &co, NULL, NULL, &exe, &err), HS_OK);
-    int n_args;
-    hs_tensor **args = draw_args(m, &n_args);
-    const hs_device_spec *big = hs_device_find("teach-64m");
     const hs_device_spec *small = hs_device_find("teach-16m");
-    hs_tensor **a = NULL, **b = NULL;
-    int na = 0, nb = 0;
     hs_run_stats sa, sb;
-    if (hs_device_run(hs_executable_module(exe), big, args, n_args, &a, &na,
-                      &sa, &err) != HS_OK)
-        fail_msg("run: %s", err.message);
     /* It runs on the small device it did not fit. */
-    if (hs_device_run(w.offload.offloaded, small, args, n_args, &b, &nb, &sb,
-                      &err) != HS_OK)
-        fail_msg("run offloaded: %s", err.message);
+    run_both_same_bits(m, "teach-64m", w.offload.offloaded, "teach-16m", &sa,
+                       &sb);
     assert_true((double)sa.peak_device_bytes > small->hbm_bytes);
-    assert_int_equal(na, nb);
-    for (int k = 0; k < na; k++) {
-        assert_int_equal(hs_shape_bytes(&a[k]->shape),
-                         hs_shape_bytes(&b[k]->shape));
-        assert_memory_equal(a[k]->data, b[k]->data,
-                            (size_t)hs_shape_bytes(&a[k]->shape));
-    }
     /* The device's own accounting agrees that it fits, and moved the
      * bytes the what-if said. */
     assert_true((double)sb.peak_device_bytes <= small->hbm_bytes);
     assert_true(sb.host_transfer_bytes == w.offload.bytes_moved);
     assert_true(fabs(sb.exposed_transfer_seconds -
                      w.offload.exposed_seconds) <= 1e-9);
-    hs_tensors_free(a, na);
-    hs_tensors_free(b, nb);
-    for (int k = 0; k < n_args; k++)
-        hs_tensor_free(args[k]);
-    free(args);
-    hs_executable_release(exe);
     release(&w);
     hs_module_free(m);
 }
@@ -439,33 +451,9 @@ static void a_loop_result_read_late_is_offloaded(void **state)
     assert_int_equal(hs_module_verify(r->offloaded, &err), HS_OK);
 
     /* The same bits as the module compiled as it is. */
-    hs_compile_options co;
-    hs_compile_options_init(&co);
-    co.device = "teach-64m";
-    hs_executable *exe;
-    assert_int_equal(hs_compile(m, &co, NULL, NULL, &exe, &err), HS_OK);
-    int n_args;
-    hs_tensor **args = draw_args(m, &n_args);
-    const hs_device_spec *dev = hs_device_find("teach-64m");
-    hs_tensor **x = NULL, **y = NULL;
-    int nx = 0, ny = 0;
     hs_run_stats sx, sy;
-    if (hs_device_run(hs_executable_module(exe), dev, args, n_args, &x, &nx,
-                      &sx, &err) != HS_OK ||
-        hs_device_run(r->offloaded, dev, args, n_args, &y, &ny, &sy, &err) !=
-            HS_OK)
-        fail_msg("run: %s", err.message);
-    assert_int_equal(nx, ny);
-    for (int k = 0; k < nx; k++)
-        assert_memory_equal(x[k]->data, y[k]->data,
-                            (size_t)hs_shape_bytes(&x[k]->shape));
+    run_both_same_bits(m, "teach-64m", r->offloaded, "teach-64m", &sx, &sy);
     assert_true((double)sy.peak_device_bytes <= r->budget);
-    hs_tensors_free(x, nx);
-    hs_tensors_free(y, ny);
-    for (int k = 0; k < n_args; k++)
-        hs_tensor_free(args[k]);
-    free(args);
-    hs_executable_release(exe);
     release(&w);
     hs_module_free(m);
 }

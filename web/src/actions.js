@@ -2,7 +2,7 @@
 import { post, query } from './api.js';
 import { renderRun } from './panels.js';
 import { isHlo } from './lint.js';
-import { renderWhatif, rerollAsScan } from './whatif.js';
+import { isWhatifMode, renderWhatif, whatifPair } from './whatif.js';
 import { $, hasTrain, modeSpec, state, view, writeHash } from './state.js';
 import { bodyOf, editor, overrides } from './controls.js';
 import { markComputed } from './stale.js';
@@ -16,7 +16,7 @@ export async function compile() {
   editor.clearErrors();
   const text = editor.text;
   $('#whatif').classList.add('hidden');
-  if (isHlo(text) && state.mode !== 'stage' && state.mode !== 'reroll') {
+  if (isHlo(text) && state.mode !== 'stage' && !isWhatifMode(state.mode)) {
     // HLO text has no loop or residuals to vary: before/after is its two stages.
     state.mode = 'stage';
     $('#mode').value = 'stage';
@@ -32,10 +32,11 @@ export async function compile() {
         await compileTrainSteps(text, ov, spec);
         return;
       }
-      if (state.mode === 'reroll') {
-        // A: the module as given; B: its reroll, a result of its own.
-        const r = await post(`/v1/compile${query(ov)}`, bodyOf(text));
-        const { whatif, b, summary } = await rerollAsScan(r.id);
+      if (isWhatifMode(state.mode)) {
+        // A: the module as given (a result even when it does not fit);
+        // B: its what-if, a result of its own.
+        const r = await post(`/v1/compile${query(ov)}`, bodyOf(text), { oomResult: true });
+        const { whatif, b, summary } = await whatifPair(state.mode, r.id);
         view.summaries = b ? { [r.id]: r, [b]: summary } : { [r.id]: r };
         view.ratios = null; view.diffCounts = null;
         Object.assign(state, { a: r.id, b: b || r.id });

@@ -5,6 +5,7 @@ import { buffersOf } from './graph.js';
 import { bytes, esc, int } from './format.js';
 import { $, labelOf, state, view, writeHash } from './state.js';
 import { withProgress } from './errors.js';
+import { perDeviceRows } from './whatif.js';
 import { loadGraphs, panes, stageOf, timelines } from './beforeafter.js';
 
 // Linking buffers and nodes.
@@ -49,6 +50,7 @@ export async function selectNode(side, id, { focus = false } = {}) {
       <dt>opcode</dt><dd data-testid="details-opcode">${esc(n.opcode)} <span class="muted">(${esc(n.category)})</span></dd>
       ${n.shape ? `<dt>shape</dt><dd data-testid="details-shape">${esc(n.shape)}</dd>` : ''}
       <dt>bytes</dt><dd data-testid="details-bytes">${bytes(n.bytes)} <span class="muted">(${int(n.bytes)})</span></dd>
+      ${perDeviceRows(n)}
       <dt>op_name</dt><dd>${esc(n.op_name || '–')}</dd>
       <dt>layer</dt><dd>${esc(n.layer || '–')}</dd>
       <dt>computation</dt><dd>${esc(n.computation)}</dd>

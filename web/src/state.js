@@ -1,11 +1,13 @@
 // Explorer state: the URL hash (state), what the page shows (view), the
 // before/after modes and a pane's label.
 
+import { WHATIF_MODES } from './whatif.js';
+
 export const $ = (s) => document.querySelector(s);
 const MODES = {
   loop: { a: { loop: 'unrolled' }, b: { loop: 'scan' }, la: 'unrolled', lb: 'scan' },
   stage: { la: 'traced', lb: 'optimized' },
-  reroll: { la: 'as given', lb: 'rerolled as scan' },
+  ...WHATIF_MODES, // reroll, offload, sharding: what-ifs on a dump (whatif.js)
 };
 // The current mode, with the residuals compare's B side (#res-b) filled in.
 export function modeSpec() {

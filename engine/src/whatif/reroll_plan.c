@@ -105,6 +105,39 @@ static bool order_layers(plan *p, const hs_group *r, int *rank)
     return true;
 }
 
+/* The longest stretch of consecutive layers with equal sig: its first
+ * layer in *first, its length returned (the first such stretch on ties). */
+static int longest_stretch(const uint64_t *sig, int L, int *first)
+{
+    int best_a = 0, best_len = 0;
+    for (int a = 0; a < L;) {
+        int b = a + 1;
+        while (b < L && sig[b] == sig[a])
+            b++;
+        if (b - a > best_len)
+            best_a = a, best_len = b - a;
+        a = b;
+    }
+    *first = best_a;
+    return best_len;
+}
+
+/* Keeps layers first..first+len-1 of the run (renumbered from 0); the
+ * others are outside it, unrolled. */
+static void keep_stretch(plan *p, int first, int len)
+{
+    for (int k = 0; k < p->c->n_instrs; k++) {
+        int *l = &p->layer_of[p->c->instrs[k]->id];
+        *l = *l >= first && *l < first + len ? *l - first : -1;
+    }
+    if (p->in)
+        memmove(p->in, p->in + (size_t)first * p->n,
+                sizeof *p->in * (size_t)len * (size_t)p->n);
+    memmove(p->layer_path, p->layer_path + first,
+            sizeof *p->layer_path * (size_t)len);
+    p->L = len;
+}
+
 /* Keeps the longest stretch of consecutive layers with as many
  * instructions each (the first backward layer also holds the loss's
  * gradient, a structure cut may give the first layer a few more): the
@@ -112,15 +145,13 @@ static bool order_layers(plan *p, const hs_group *r, int *rank)
  * neighbours have as many. */
 static bool keep_equal_sized(plan *p, const int *count)
 {
-    int best_a = 0, best_len = 0;
-    for (int a = 0; a < p->L;) {
-        int b = a + 1;
-        while (b < p->L && count[b] == count[a])
-            b++;
-        if (b - a > best_len)
-            best_a = a, best_len = b - a;
-        a = b;
-    }
+    uint64_t *sig = malloc(sizeof *sig * (size_t)p->L);
+    if (!sig)
+        return refuse(p, "out of host memory");
+    for (int j = 0; j < p->L; j++)
+        sig[j] = (uint64_t)count[j];
+    int best_a, best_len = longest_stretch(sig, p->L, &best_a);
+    free(sig);
     p->n = best_len > 0 ? count[best_a] : 0;
     if (best_len == p->L)
         return true;
@@ -139,13 +170,7 @@ static bool keep_equal_sized(plan *p, const int *count)
              count[other], count[best_a],
              p->L - best_len > 1 ? ", as do the others outside the stretch"
                                  : "");
-    for (int k = 0; k < p->c->n_instrs; k++) {
-        int *l = &p->layer_of[p->c->instrs[k]->id];
-        *l = *l >= best_a && *l < best_a + best_len ? *l - best_a : -1;
-    }
-    memmove(p->layer_path, p->layer_path + best_a,
-            sizeof *p->layer_path * (size_t)best_len);
-    p->L = best_len;
+    keep_stretch(p, best_a, best_len);
     return true;
 }
 
@@ -399,15 +424,7 @@ static void keep_longest_alike(plan *p, const uint64_t *h2)
     for (int j = 0; j < p->L; j++)
         for (int k = 0; k < p->n; k++)
             sig[j] += mix(h2[plan_at(p, j, k)->id], 17);
-    int best_a = 0, best_len = 0;
-    for (int a = 0; a < p->L;) {
-        int b = a + 1;
-        while (b < p->L && sig[b] == sig[a])
-            b++;
-        if (b - a > best_len)
-            best_a = a, best_len = b - a;
-        a = b;
-    }
+    int best_a, best_len = longest_stretch(sig, p->L, &best_a);
     free(sig);
     if (best_len < 2 || best_len == p->L)
         return; /* the check below says what differs */
@@ -420,14 +437,6 @@ static void keep_longest_alike(plan *p, const uint64_t *h2)
         if (d)
             say_difference(p, ja, jb, k, d, why, sizeof why);
     }
-    for (int k = 0; k < p->c->n_instrs; k++) {
-        int *l = &p->layer_of[p->c->instrs[k]->id];
-        *l = *l >= best_a && *l < best_a + best_len ? *l - best_a : -1;
-    }
-    memmove(p->in, p->in + (size_t)best_a * p->n,
-            sizeof *p->in * (size_t)best_len * (size_t)p->n);
-    memmove(p->layer_path, p->layer_path + best_a,
-            sizeof *p->layer_path * (size_t)best_len);
     size_t used = strlen(p->phase_note);
     if (used > 0 && used + 2 < sizeof p->phase_note) {
         memcpy(p->phase_note + used, "; ", 3);
@@ -436,10 +445,10 @@ static void keep_longest_alike(plan *p, const uint64_t *h2)
     snprintf(p->phase_note + used, sizeof p->phase_note - used,
              "layers %d..%d of %d rerolled (%s..%s); the others differ "
              "from them and stay unrolled: %s",
-             best_a, best_a + best_len - 1, p->L, p->layer_path[0],
-             p->layer_path[best_len - 1],
+             best_a, best_a + best_len - 1, p->L, p->layer_path[best_a],
+             p->layer_path[best_a + best_len - 1],
              why[0] ? why : "they hold other instructions");
-    p->L = best_len;
+    keep_stretch(p, best_a, best_len);
 }
 
 /* The group tree finds layers as sets (its fingerprint does not depend on
