@@ -99,16 +99,20 @@ export class GraphPane {
 
   openView() {
     const sz = this.pz.getSizes();
+    const font = this.labelFont();
     const tall = sz.realZoom < 0.5 && sz.viewBox.height / sz.viewBox.width >= 1.5 * sz.height / sz.width;
-    if (tall) {
-      const target = Math.min(0.9, (0.95 * sz.width) / sz.viewBox.width);
+    const across = Math.min(0.9, (0.95 * sz.width) / sz.viewBox.width);
+    // Its top across the pane, unless that is still too small to read (a
+    // tall graph that is also wide, e.g. Mixtral's default view): then as
+    // any other graph, zoomed in on its key node.
+    if (tall && (!font || font * across >= LABEL_MIN_PX)) {
+      const target = across;
       if (target <= sz.realZoom) return;
       this.pz.zoom(this.pz.getZoom() * (target / sz.realZoom));
       const s2 = this.pz.getSizes();
       this.pz.pan({ x: (s2.width - s2.viewBox.width * s2.realZoom) / 2, y: 8 });
       return;
     }
-    const font = this.labelFont();
     if (!font || font * sz.realZoom >= LABEL_MIN_PX) return;
     this.pz.zoom(this.pz.getZoom() * (LABEL_MIN_PX / (font * sz.realZoom)));
     // svg-pan-zoom moves the drawing at the next frame, so the node's place

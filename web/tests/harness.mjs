@@ -107,6 +107,24 @@ export async function pick(page, name, marker) {
   await page.waitForFunction((m) => window.hloscope.editor.text.includes(m), marker);
 }
 
+/** Brings node id of pane side ('a' or 'b') to the pane's middle: panes
+ * open zoomed to readable labels, so a node the mouse acts on may be out of
+ * sight (or under the graph tools) until then. svg-pan-zoom applies wheel
+ * zooms at the next animation frame, which can move the node away again
+ * after a focus: so it is checked every frame and focused again until its
+ * middle is in the pane. */
+export async function inView(page, side, id) {
+  await page.waitForFunction(([s, x]) => {
+    const p = window.hloscope.panes[s], g = p.el(x);
+    if (!g) return false;
+    const r = g.getBoundingClientRect(), v = p.svg.getBoundingClientRect();
+    const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+    if (cx > v.left && cx < v.right && cy > v.top && cy < v.bottom) return true;
+    p.focus(x);
+    return false;
+  }, [side, id], { polling: 'raf', timeout: 10000 });
+}
+
 /** Compiles the editor's text and waits for both panes' graphs. */
 export async function compile(page) {
   await page.click('#compile-btn');

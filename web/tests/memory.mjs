@@ -8,7 +8,7 @@
 //   node tests/memory.mjs --server build/hloscope --examples examples \
 //        --web web/dist --out build/web-artefacts --chromium /usr/bin/chromium
 import assert from 'node:assert/strict';
-import { Harness, options, idle, pick, compile } from './harness.mjs';
+import { Harness, options, idle, pick, compile, inView } from './harness.mjs';
 import { bytes } from '../src/format.js';
 
 const h = new Harness(options(process.argv.slice(2)), 'memory');
@@ -78,8 +78,7 @@ async function peakTable(p) {
     return b && b.instruction;
   }, row.b.instruction);
   if (other) {
-    await p.evaluate((id) => window.hloscope.panes.a.focus(id), other);
-    await p.evaluate((x) => window.hloscope.panes.a.focus(x), other); // panes open zoomed to readable labels
+    await inView(p, 'a', other);
     await p.locator(`#pane-a g.node[id="${other}"]`).click();
     await p.waitForFunction((id) => window.hloscope.state.sel === id, other);
     const marked = await p.evaluate(() => [...document.querySelectorAll('#pane-a [data-testid="peak-table"] tr.selected')]

@@ -8,7 +8,7 @@
 //   node tests/whatif.mjs --server build/hloscope --examples examples \
 //        --web web/dist --out build/web-artefacts --chromium /usr/bin/chromium
 import assert from 'node:assert/strict';
-import { Harness, options, idle } from './harness.mjs';
+import { Harness, options, idle, inView } from './harness.mjs';
 import { bytes } from '../src/format.js';
 
 const h = new Harness(options(process.argv.slice(2)), 'whatif');
@@ -116,6 +116,7 @@ async function main() {
   const g = await api(`/v1/results/${ids.a}/graph.json`);
   const node = g.nodes.find((n) => n.name === 'w');
   assert.ok(node && node.per_device_bytes * 2 === node.global_bytes, `w is halved per device: ${JSON.stringify(node)}`);
+  await inView(page, 'a', node.id);
   await page.locator(`#pane-a g.node[id="${node.id}"]`).click();
   await page.waitForSelector('[data-testid="details-per-device"]');
   const per = await page.textContent('[data-testid="details-per-device"]');
