@@ -60,6 +60,16 @@ static int layer_of_group(const hs_group_tree *t, int run, int g)
     return -1;
 }
 
+/* The layer of the run instruction i belongs to, or -1: parameters and
+ * constants belong to none (they are shared or stacked, never a layer's). */
+static int layer_of_instruction(const plan *p, const hs_instruction *i)
+{
+    if (i->opcode == HS_OP_PARAMETER || i->opcode == HS_OP_CONSTANT)
+        return -1;
+    int g = i->id < p->t->n_ids ? p->t->group_of[i->id] : -1;
+    return layer_of_group(p->t, p->run, g);
+}
+
 /* The run's layers in the order they run: by the last instruction of
  * each in the entry's order. A backward pass runs its layers last to
  * last (backward/layers.3 before backward/layers.2), and the tree lists
@@ -82,10 +92,7 @@ static bool order_layers(plan *p, const hs_group *r, int *rank)
     }
     for (int k = 0; k < p->c->n_instrs; k++) {
         const hs_instruction *i = p->c->instrs[k];
-        int g = i->id < p->t->n_ids ? p->t->group_of[i->id] : -1;
-        int j = i->opcode == HS_OP_PARAMETER || i->opcode == HS_OP_CONSTANT
-                    ? -1
-                    : layer_of_group(p->t, p->run, g);
+        int j = layer_of_instruction(p, i);
         if (j >= 0)
             last[j] = k;
     }
@@ -196,10 +203,7 @@ static bool plan_layers(plan *p)
         p->layer_of[k] = -1;
     for (int k = 0; k < p->c->n_instrs; k++) {
         const hs_instruction *i = p->c->instrs[k];
-        int g = i->id < p->t->n_ids ? p->t->group_of[i->id] : -1;
-        int j = i->opcode == HS_OP_PARAMETER || i->opcode == HS_OP_CONSTANT
-                    ? -1
-                    : layer_of_group(p->t, p->run, g);
+        int j = layer_of_instruction(p, i);
         if (j >= 0)
             j = rank[j];
         p->layer_of[i->id] = j;
