@@ -419,6 +419,53 @@ static void layers_collapse_to_one_node_each(void **state)
     hs_model_free(model);
 }
 
+/* A closed group feeding several operands of one user is one edge that
+ * counts them (Mixtral's root tuple took 979 edges from 297 nodes before);
+ * two instructions keep one numbered edge per operand slot. */
+static void closed_group_feeding_many_operands_is_one_edge(void **state)
+{
+    (void)state;
+    hs_module *m = parse(
+        "HloModule bundle\n"
+        "ENTRY main {\n"
+        "  x = f32[4] parameter(0)\n"
+        "  a = f32[4] negate(x), metadata={op_name=\"layers.0/a\"}\n"
+        "  b = f32[4] exponential(a), metadata={op_name=\"layers.0/b\"}\n"
+        "  c = f32[4] sine(b), metadata={op_name=\"layers.0/c\"}\n"
+        "  d = f32[4] add(x, x)\n"
+        "  e = f32[4] cosine(d), metadata={op_name=\"layers.1/e\"}\n"
+        "  ROOT t = (f32[4], f32[4], f32[4], f32[4]) tuple(a, b, c, e)\n"
+        "}\n");
+    json_t *j = json_of(m, NULL);
+    assert_non_null(find_node(j, "layer:layers.0"));
+    json_t *edges = json_object_get(j, "edges");
+    int group_to_t = 0, x_to_d = 0;
+    for (size_t k = 0; k < json_array_size(edges); k++) {
+        json_t *e = json_array_get(edges, k);
+        const char *from = json_string_value(json_object_get(e, "from"));
+        const char *to = json_string_value(json_object_get(e, "to"));
+        json_int_t slot = json_integer_value(json_object_get(e, "operand_index"));
+        json_int_t n = json_integer_value(json_object_get(e, "operands"));
+        if (!strcmp(from, "layer:layers.0") && !strcmp(to, "t")) {
+            group_to_t++;
+            assert_int_equal(slot, -1);
+            assert_int_equal(n, 3);
+        }
+        if (!strcmp(from, "x") && !strcmp(to, "d")) {
+            x_to_d++;
+            assert_int_equal(slot, x_to_d - 1);
+            assert_int_equal(n, 1);
+        }
+    }
+    assert_int_equal(group_to_t, 1);
+    assert_int_equal(x_to_d, 2);
+    json_decref(j);
+    char *dot = dot_of(m, NULL);
+    assert_contains(dot, "\"layer:layers.0\" -> \"t\" [id=\"e:layer:layers.0:t\", penwidth=1.5]");
+    free(dot);
+    hs_module_free(m);
+}
+
 static void expand_opens_one_layer(void **state)
 {
     (void)state;
@@ -691,6 +738,7 @@ int main(void)
         cmocka_unit_test(json_graph_has_expected_counts),
         cmocka_unit_test(computation_view_draws_one_computation),
         cmocka_unit_test(layers_collapse_to_one_node_each),
+        cmocka_unit_test(closed_group_feeding_many_operands_is_one_edge),
         cmocka_unit_test(expand_opens_one_layer),
         cmocka_unit_test(scan_body_stays_a_cluster),
         cmocka_unit_test(loop_body_of_several_layers_collapses),

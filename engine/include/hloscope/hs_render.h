@@ -160,7 +160,7 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
  *    "overlay":  {kind, unit, min, max, scale} or null,
  *    "groups":   [{path, local, label, kind, parent, depth, computation,
  *                  instructions, repeat, fingerprint, open, children}],
- *    "edges":    [{from, to, operand_index, kind}],
+ *    "edges":    [{from, to, operand_index, operands, kind}],
  *    "clusters": [{id, computation, parent, caller, nodes}],
  *    "stats":    {instructions, nodes, edges, clusters, layers_collapsed}}
  * A closed group is a node with opcode "layer", category "layer", shape
@@ -172,7 +172,10 @@ hs_status hs_render_graph_dot(const hs_module *m, const hs_render_options *o,
  * instruction's innermost group (null at the top). groups is the whole
  * tree (hs_groups.h), open telling what this view draws open.
  * operand_index is -1 when not drawn (single-operand users, collapsed
- * targets); kind is "operand" or "call" (a cluster's root to the caller).
+ * targets or sources); operands counts the operand slots an edge stands
+ * for (a closed group feeding several operands of one user is one edge,
+ * drawn thicker); kind is "operand" or "call" (a cluster's root to the
+ * caller).
  * flops and seconds sum the costs of the instructions a node stands for
  * (null without costs); memory_space is "device", "host" (S(5)) or
  * "mixed" (a closed group or tuple holding both). With an overlay, fill

@@ -105,6 +105,16 @@ static void write_cluster(hs_buf *b, const hs_view *v, int ci, int depth)
     hs__buf_printf(b, "%s}\n", pad);
 }
 
+/* A bundle's pen: 1 for one operand, growing with the log of the count
+ * (2 operands 1.5, 8 operands 2.5, 64 and more 4). */
+static double edge_width(int operands)
+{
+    double w = 1.0;
+    for (int n = operands; n > 1 && w < 4.0; n >>= 1)
+        w += 0.5;
+    return w;
+}
+
 void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
                   const char *pos, const char *head_lp)
 {
@@ -132,6 +142,9 @@ void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
                         labels on pinned edges is quadratic */
             hs__buf_printf(b, ", head_lp=\"%s\"", head_lp);
         hs__buf_puts(b, "];\n");
+    } else if (e->operands > 1) {
+        /* a bundle: a closed group into several operands of one user */
+        hs__buf_printf(b, "\", penwidth=%.1f];\n", edge_width(e->operands));
     } else {
         hs__buf_puts(b, "\"];\n");
     }

@@ -114,6 +114,7 @@ static json_t *edge_json(const hs_view *v, const hs_vedge *e)
     bad |= put(j, "from", json_string(v->nodes[e->from].id));
     bad |= put(j, "to", json_string(v->nodes[e->to].id));
     bad |= put(j, "operand_index", json_integer(e->operand_index));
+    bad |= put(j, "operands", json_integer(e->operands));
     bad |= put(j, "kind",
                json_string(e->kind == HS_VEDGE_CALL ? "call" : "operand"));
     if (e->kind == HS_VEDGE_CALL)

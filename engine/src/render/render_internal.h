@@ -128,6 +128,9 @@ typedef struct hs_vedge {
     int operand_index; /* -1: not drawn */
     hs_vedge_kind kind;
     int ltail;         /* call edges: the cluster of from; else -1 */
+    int operands;      /* operand slots this edge stands for: more than 1
+                          when a closed group feeds several operands of
+                          one user (drawn once, thicker) */
 } hs_vedge;
 
 typedef struct hs_vcluster {

@@ -492,9 +492,13 @@ static hs_status add_edge(builder *b, hs_vedge e)
         return HS_OK;
     int key = e.kind == HS_VEDGE_CALL ? -2 - e.ltail : e.operand_index;
     size_t slot;
-    if (set_find(&b->edges, edge_hash_parts(e.from, e.to, key), v,
-                 edge_equal, &e, &slot) >= 0)
+    int found = set_find(&b->edges, edge_hash_parts(e.from, e.to, key), v,
+                         edge_equal, &e, &slot);
+    if (found >= 0) {
+        v->edges[found].operands++;
         return HS_OK;
+    }
+    e.operands = 1;
     if (v->n_edges >= b->max_edges) {
         b->over_budget = true;
         return HS_ERR_LIMIT;
@@ -522,8 +526,13 @@ static hs_status add_edges(builder *b)
                 continue;
             bool numbered = v->nodes[to].instr && i->n_operands > 1;
             for (int o = 0; o < i->n_operands; o++) {
-                hs_vedge e = {node_of(b, i->operands[o]), to,
-                              numbered ? o : -1, HS_VEDGE_OPERAND, -1};
+                int from = node_of(b, i->operands[o]);
+                /* Operand slots are numbered between two instructions. A
+                 * closed group feeding many operands of one user (a layer
+                 * run into the root tuple: 73 of Mixtral's) is one edge
+                 * that counts them, not one edge per slot. */
+                bool slot = numbered && from >= 0 && v->nodes[from].instr;
+                hs_vedge e = {from, to, slot ? o : -1, HS_VEDGE_OPERAND, -1, 1};
                 hs_status st = add_edge(b, e);
                 if (st != HS_OK)
                     return st;
@@ -534,7 +543,7 @@ static hs_status add_edges(builder *b)
         const hs_vcluster *cl = &v->clusters[b->calls[k].cluster];
         hs_vedge e = {node_of(b, cl->comp->root),
                       node_of(b, b->calls[k].caller), -1, HS_VEDGE_CALL,
-                      b->calls[k].cluster};
+                      b->calls[k].cluster, 1};
         hs_status st = add_edge(b, e);
         if (st != HS_OK)
             return st;
