@@ -302,6 +302,10 @@ struct hs_instruction {
      * when it could not be decoded (analysis-only types). */
     void *literal;
     const char *literal_text;
+    /* constant: an array written as one value for every element
+     * (`f32[256,1024] constant(0)`), printed back the same way rather
+     * than as its 262,144 elements */
+    bool literal_splat;
 
     /* metadata={op_name="layers.3/linear" ...} */
     const char *op_name;

@@ -115,8 +115,10 @@ void hs__print_shape(hs_buf *b, const hs_shape *shape, bool with_layout);
  * decoded (elided "{...}", tuples, f8/s4/complex types, size mismatch);
  * the caller then keeps the text. */
 void *hs__literal_decode(hs_arena *a, const hs_shape *shape, const char *text,
-                         size_t len);
+                         size_t len, bool *one_value);
 void hs__literal_print(hs_buf *b, const hs_shape *shape, const void *data);
+/* Whether the literal's elements are all the same bits (none or one: true). */
+bool hs__literal_uniform(const hs_shape *shape, const void *data);
 
 /* ------------------------------------------------------------------------ */
 /* Parser state shared by parser.c, attrs.c and resolve.c                   */

@@ -97,8 +97,9 @@ static bool is_sep(char c)
 }
 
 void *hs__literal_decode(hs_arena *a, const hs_shape *sh, const char *text,
-                         size_t len)
+                         size_t len, bool *one_value)
 {
+    *one_value = false;
     int bytes = elem_size(sh->dtype);
     if (!bytes || sh->dtype == HS_TUPLE)
         return NULL;
@@ -163,6 +164,7 @@ void *hs__literal_decode(hs_arena *a, const hs_shape *sh, const char *text,
     if (count != 1 || braces || n > FILL_LIMIT)
         return NULL;
     /* One value for an array shape: every element takes it. */
+    *one_value = sh->rank > 0;
     if (!data) {
         data = hs_arena_alloc(a, n > 0 ? (size_t)(n * bytes) : 1);
         if (!data)
@@ -257,6 +259,19 @@ static void put_dim(hs_buf *b, const hs_shape *sh, const unsigned char *data,
             put_dim(b, sh, data, bytes, dim + 1, k);
     }
     hs__buf_puts(b, leaf ? "}" : " }");
+}
+
+bool hs__literal_uniform(const hs_shape *sh, const void *data)
+{
+    int bytes = elem_size(sh->dtype);
+    int64_t n = hs_shape_elements(sh);
+    const unsigned char *p = data;
+    if (!bytes || !p)
+        return false;
+    for (int64_t k = 1; k < n; k++)
+        if (memcmp(p + k * bytes, p, (size_t)bytes))
+            return false;
+    return true;
 }
 
 void hs__literal_print(hs_buf *b, const hs_shape *sh, const void *data)

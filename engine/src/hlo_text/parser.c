@@ -54,7 +54,8 @@ static bool parse_constant_body(hs_parser *P, hs_instruction *i)
         e--;
     if (b == e)
         return hs__scan_fail(&P->s, b, "expected a literal in constant()");
-    i->literal = hs__literal_decode(P->a, &i->shape, t + b, e - b);
+    i->literal = hs__literal_decode(P->a, &i->shape, t + b, e - b,
+                                    &i->literal_splat);
     if (!i->literal) {
         i->literal_text = hs_arena_strndup(P->a, t + b, e - b);
         if (!i->literal_text)

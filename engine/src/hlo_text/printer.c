@@ -78,8 +78,14 @@ static void put_operands(hs_buf *b, const hs_instruction *i)
     case HS_OP_CONSTANT:
         /* A zero-element array has no data to decode: "{}" (or "{ {}, {}
          * }" for f32[2,0]) all the same. */
-        if (i->literal || (i->shape.dtype != HS_TUPLE && i->shape.rank > 0 &&
-                           hs_shape_elements(&i->shape) == 0))
+        if (i->literal && i->literal_splat && i->shape.rank > 0 &&
+            hs__literal_uniform(&i->shape, i->literal)) {
+            /* as written: one value for every element */
+            hs_shape scalar = i->shape;
+            scalar.rank = 0;
+            hs__literal_print(b, &scalar, i->literal);
+        } else if (i->literal || (i->shape.dtype != HS_TUPLE && i->shape.rank > 0 &&
+                                  hs_shape_elements(&i->shape) == 0))
             hs__literal_print(b, &i->shape, i->literal);
         else if (i->literal_text)
             hs__buf_puts(b, i->literal_text);

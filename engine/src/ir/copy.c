@@ -65,6 +65,7 @@ bool hs_instruction_copy_attributes(hs_instruction *dst,
                        ? hs_arena_alloc(a, 1)
                        : dup_bytes(a, src->literal, literal_bytes);
     dst->literal_text = dup(a, src->literal_text);
+    dst->literal_splat = src->literal_splat;
     dst->op_name = dup(a, src->op_name);
     dst->op_type = dup(a, src->op_type);
     dst->metadata_rest = dup(a, src->metadata_rest);
