@@ -82,6 +82,21 @@ async function freshBrowser(name, viewport) {
   return { ctx, page: p };
 }
 
+// Every example's name fits the closed menu (its text box: the width less
+// padding and the arrow), measured in the menu's own font: beside its label
+// and Open… it was about 150 px at 1280x720 and cut them.
+async function namesFit(page, where) {
+  const cut = await page.evaluate(() => {
+    const sel = document.querySelector('#example'), cs = getComputedStyle(sel);
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = `${cs.fontWeight} ${cs.fontSize} ${cs.fontFamily}`;
+    const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 24;
+    return [...sel.options].map((o) => (o.value ? o.value : o.text)).filter((t) => ctx.measureText(t).width > room)
+      .map((t) => `${t} (${Math.round(ctx.measureText(t).width)} > ${Math.round(room)} px)`);
+  });
+  assert.deepEqual(cut, [], `${where}: example names cut in the closed menu`);
+}
+
 // Text a teacher reads: no value cut in a card (scrollWidth <= clientWidth of
 // every card and its blocks), one unit style (KiB/MiB/GiB, s/ms/µs; never
 // XLA's "26.0M" or a bare "Mi"/"m").
@@ -129,6 +144,7 @@ async function main() {
   await page.goto(`${base}/`);
   await page.waitForSelector('body[data-ready="1"]');
   assert.ok(await page.locator('#example option[value="seed_64_linear"]').count(), 'examples menu lists the seed');
+  await namesFit(page, '1600x1000');
   assert.ok(await page.locator('#device option[value="tpu-v5e"]').count(), 'device menu lists tpu-v5e');
 
   // 2. Pick the seed example.
@@ -256,6 +272,7 @@ async function main() {
   const srcB = await (await fetch(`${base}/v1/results/${sent.b}/source`)).json();
   assert.deepEqual(srcB.query, { batch: 2, loop: 'scan' });
   assert.deepEqual(JSON.parse(got.text), srcB.body);
+  await namesFit(other.page, '1280x720');
   // 1280x720: the graph pane has at least half the height, the cards one row.
   const geo = await other.page.evaluate(() => ({ g: document.querySelector('#pane-a .graph').getBoundingClientRect().height,
     tops: [...new Set([...document.querySelectorAll('#summary .card')].map((c) => Math.round(c.getBoundingClientRect().top)))],
