@@ -49,11 +49,12 @@ export async function loadExamples() {
   view.devices = dev.devices;
 }
 
-// "model's (NAME)": the device the model text names, else the server default.
+// "NAME (model's)": the device the model text names, else the server
+// default; the name first, so that a narrow menu (1280 px) cuts the rest.
 export function deviceLabel() {
   const m = modelOf(editor.text);
   const name = m && typeof m.device === 'string' ? m.device : view.defaultDevice || '';
-  $('#device').options[0].text = name ? `model's (${name})` : "model's";
+  $('#device').options[0].text = name ? `${name} (model's)` : "model's";
 }
 
 export async function pickExample(name) {
