@@ -108,6 +108,37 @@ static void opcode_table_names_round_trip(void **state)
     assert_false(hs_opcode_is_elementwise(HS_OP_DOT));
 }
 
+/* A default name never takes a name the module already holds: a printed
+ * training step re-parsed named its instructions constant.496 and the like,
+ * and simplify then added a second constant.496. */
+static void default_names_go_above_every_name_held(void **state)
+{
+    (void)state;
+    hs_module *m = hs_module_new("m");
+    hs_computation *body = hs_module_add_computation(m, "body", false);
+    hs_computation *c = hs_module_add_computation(m, "main", true);
+    hs_shape s = hs_shape_make(HS_F32, 0, NULL);
+    hs_computation_add(body, HS_OP_CONSTANT, &s, NULL, 0, "constant.4");
+    hs_computation_add(body, HS_OP_CONSTANT, &s, NULL, 0, "sum.x7");
+    hs_computation_add(body, HS_OP_CONSTANT, &s, NULL, 0, "big.1234567890123456789");
+    hs_instruction *x = hs_computation_add_parameter(c, 0, &s, "x");
+    /* ids 0..3 taken: without the rule this would be constant.4 */
+    hs_instruction *k = hs_computation_add(c, HS_OP_CONSTANT, &s, NULL, 0, NULL);
+    assert_int_equal(k->id, 4);
+    assert_string_equal(k->name, "constant.5");
+    hs_computation_add(c, HS_OP_NEGATE, &s, &x, 1, "negate.41");
+    hs_instruction *n = hs_computation_add(c, HS_OP_NEGATE, &s, &x, 1, NULL);
+    assert_string_equal(n->name, "negate.42");
+    hs_module_note_name(m, "renamed.100");
+    hs_module *copy = hs_module_clone(m);
+    assert_non_null(copy);
+    hs_instruction *k2 = hs_computation_add(copy->entry, HS_OP_CONSTANT, &s,
+                                            NULL, 0, NULL);
+    assert_string_equal(k2->name, "constant.101");
+    hs_module_free(copy);
+    hs_module_free(m);
+}
+
 static void module_names_ids_users_and_dead_code(void **state)
 {
     (void)state;
@@ -180,6 +211,7 @@ int main(void)
         cmocka_unit_test(shape_sizes_count_sub_byte_types),
         cmocka_unit_test(opcode_table_names_round_trip),
         cmocka_unit_test(module_names_ids_users_and_dead_code),
+        cmocka_unit_test(default_names_go_above_every_name_held),
         cmocka_unit_test(error_format_says_where),
         cmocka_unit_test(tensor_is_zeroed_and_copied),
     };

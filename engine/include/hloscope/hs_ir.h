@@ -385,6 +385,11 @@ struct hs_module {
     hs_computation **comps; /* callees before callers */
     hs_computation *entry;
     int next_id;              /* next instruction id */
+    /* N of the next default name "<opcode>.<N>": above the N of every
+     * name of that form the module holds (parsed, copied or renamed), so
+     * that an instruction a pass adds never takes a name already used
+     * (a printed training step re-parsed once clashed on constant.496) */
+    int64_t next_name;
     /* The module attributes the engine does not model, as text after
      * "HloModule name," (without input_output_alias). */
     const char *header_attrs;
@@ -423,11 +428,15 @@ uint64_t hs_module_fingerprint(const hs_module *m);
 hs_module *hs_module_clone(const hs_module *m);
 
 /* Appends an instruction. operands are copied; name NULL gives
- * "<opcode>.<id>". Returns NULL on host OOM. The caller sets attributes. */
+ * "<opcode>.<N>", N at least the id and above every "<name>.<N>" the module
+ * holds. Returns NULL on host OOM. The caller sets attributes. */
 hs_instruction *hs_computation_add(hs_computation *c, hs_opcode op,
                                    const hs_shape *shape,
                                    hs_instruction *const *operands,
                                    int n_operands, const char *name);
+/* Records that the module holds name: a later default name's number goes
+ * above its ".<N>" suffix (for names set outside hs_computation_add). */
+void hs_module_note_name(hs_module *m, const char *name);
 /* Appends parameter(number) and records it in c->params. */
 hs_instruction *hs_computation_add_parameter(hs_computation *c,
                                              int64_t number,

@@ -226,6 +226,7 @@ static bool uniquify_names(hs_parser *P, hs_computation *const *text_order,
                 hs__map_set(&next_suffix, base, base_len,
                             (void *)(suffix + 2));
             i->name = name;
+            hs_module_note_name(i->parent->module, name);
         }
     }
     hs__buf_free(&cand);

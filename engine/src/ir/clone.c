@@ -135,6 +135,7 @@ hs_module *hs_module_clone(const hs_module *src)
         dst->entry = p >= 0 ? dst->comps[p] : NULL;
     }
     dst->next_id = src->next_id;
+    dst->next_name = src->next_name;
     free(by_id);
     return dst;
 fail:

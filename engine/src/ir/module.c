@@ -105,13 +105,13 @@ int hs_computation_index(const hs_module *m, const hs_computation *c)
 
 /* "<opcode>.<id>" without snprintf: names are made for every traced
  * instruction, so this is on the tracing hot path. */
-static const char *default_name(hs_arena *a, hs_opcode op, int id)
+static const char *default_name(hs_arena *a, hs_opcode op, int64_t number)
 {
     const char *base = hs_opcode_name(op);
     size_t len = strlen(base);
-    char digits[16];
+    char digits[24];
     int nd = 0;
-    unsigned v = (unsigned)id;
+    uint64_t v = (uint64_t)number;
     do {
         digits[nd++] = (char)('0' + v % 10);
         v /= 10;
@@ -125,6 +125,22 @@ static const char *default_name(hs_arena *a, hs_opcode op, int id)
         s[len + 1 + i] = digits[nd - 1 - i];
     s[len + 1 + nd] = '\0';
     return s;
+}
+
+void hs_module_note_name(hs_module *m, const char *name)
+{
+    const char *dot = name ? strrchr(name, '.') : NULL;
+    if (!dot || !dot[1])
+        return;
+    int64_t n = 0;
+    for (const char *p = dot + 1; *p; p++) {
+        /* 18 digits at most: past that no counter reaches it */
+        if (*p < '0' || *p > '9' || p - dot > 18)
+            return;
+        n = n * 10 + (*p - '0');
+    }
+    if (n >= m->next_name)
+        m->next_name = n + 1;
 }
 
 hs_instruction *hs_computation_add(hs_computation *c, hs_opcode op,
@@ -144,7 +160,14 @@ hs_instruction *hs_computation_add(hs_computation *c, hs_opcode op,
     i->parent = c;
     i->shape = *shape;
     i->known_trip_count = -1;
-    i->name = name ? hs_arena_strdup(a, name) : default_name(a, op, i->id);
+    if (name) {
+        i->name = hs_arena_strdup(a, name);
+        hs_module_note_name(m, name);
+    } else {
+        int64_t n = m->next_name > i->id ? m->next_name : i->id;
+        m->next_name = n + 1;
+        i->name = default_name(a, op, n);
+    }
     if (n_operands > 0) {
         i->operands =
             hs_arena_alloc(a, sizeof(hs_instruction *) * (size_t)n_operands);
