@@ -42,6 +42,19 @@ static inline hs_error model_load_fails(const char *json,
     return err;
 }
 
+/* Whether some instruction of m's module has exactly this op_name. */
+static inline bool model_has_op_name(const hs_model *m, const char *op_name)
+{
+    for (int ci = 0; ci < m->module->n_comps; ci++) {
+        const hs_computation *c = m->module->comps[ci];
+        for (int i = 0; i < c->n_instrs; i++)
+            if (c->instrs[i]->op_name &&
+                strcmp(c->instrs[i]->op_name, op_name) == 0)
+                return true;
+    }
+    return false;
+}
+
 /* Runs m on its device and returns its single output (caller frees). */
 static inline hs_tensor *model_run(const hs_model *m)
 {

@@ -29,19 +29,6 @@ static int param_index(const hs_model *m, const char *name)
     return -1;
 }
 
-/* Whether some instruction of the entry has exactly this op_name. */
-static bool has_op_name(const hs_model *m, const char *op_name)
-{
-    for (int ci = 0; ci < m->module->n_comps; ci++) {
-        const hs_computation *c = m->module->comps[ci];
-        for (int i = 0; i < c->n_instrs; i++)
-            if (c->instrs[i]->op_name &&
-                strcmp(c->instrs[i]->op_name, op_name) == 0)
-                return true;
-    }
-    return false;
-}
-
 static void expect_path(const hs_error *e, const char *path, const char *msg)
 {
     assert_int_equal(e->status, HS_ERR_INVALID);
@@ -77,10 +64,10 @@ static void root_graph_keeps_state_dict_names(void **state)
     assert_int_equal(m->params[2].init_kind, HS_INIT_VALUES);
     const float want[4] = {1, 2, 3, 4.5f};
     assert_memory_equal(m->params[2].init, want, sizeof want);
-    assert_true(has_op_name(m, "fc"));
-    assert_true(has_op_name(m, "blocks.3/fc"));
+    assert_true(model_has_op_name(m, "fc"));
+    assert_true(model_has_op_name(m, "blocks.3/fc"));
     /* An op without a scope keeps the graph's own naming. */
-    assert_true(has_op_name(m, "graph/r"));
+    assert_true(model_has_op_name(m, "graph/r"));
     hs_model_free(m);
 }
 
@@ -102,8 +89,8 @@ static void named_layers_and_repeats(void **state)
     assert_true(param_index(u, "blocks.0.weight") == 2);
     assert_true(param_index(u, "blocks.2.bias") == 7);
     assert_true(param_index(u, "norm.weight") == 8);
-    assert_true(has_op_name(u, "blocks.1/linear"));
-    assert_true(has_op_name(u, "norm/rmsnorm"));
+    assert_true(model_has_op_name(u, "blocks.1/linear"));
+    assert_true(model_has_op_name(u, "norm/rmsnorm"));
 
     snprintf(buf, sizeof buf, json, "scan");
     hs_model *s = load(buf);
@@ -119,7 +106,7 @@ static void named_layers_and_repeats(void **state)
     assert_string_equal(s->stacks[0].name, "blocks.0-2.weight");
     assert_string_equal(s->stacks[1].name, "blocks.0-2.bias");
     assert_int_equal(s->params[param_index(s, "blocks.2.bias")].slice, 2);
-    assert_true(has_op_name(s, "blocks.*/linear"));
+    assert_true(model_has_op_name(s, "blocks.*/linear"));
     hs_model_free(s);
     hs_model_free(u);
 }
@@ -146,7 +133,7 @@ static void root_repeat_scans_with_values(void **state)
     const float want[4] = {0.5f, -1, 2, 0};
     assert_memory_equal(m->params[1].init, want, sizeof want);
     assert_memory_equal(m->params[3].init, want, sizeof want);
-    assert_true(has_op_name(m, "*/lin"));
+    assert_true(model_has_op_name(m, "*/lin"));
     hs_model_free(m);
 }
 

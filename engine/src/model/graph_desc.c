@@ -104,7 +104,7 @@ static int names_find(const names *ns, const char *s)
     return hs__name_index_get(&ns->ix, s);
 }
 
-static bool valid_identifier(const char *s)
+bool hs__graph_identifier(const char *s)
 {
     if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
         return false;
@@ -120,7 +120,7 @@ static bool valid_identifier(const char *s)
 static bool valid_param_name(const char *s)
 {
     if (strchr(s, '.') == NULL)
-        return valid_identifier(s);
+        return hs__graph_identifier(s);
     return hs__valid_module_path(s, 200);
 }
 
@@ -133,7 +133,7 @@ static bool add_name(js_walker *w, names *ns, const char *name,
                        "'_' joined by '.' (a state_dict path, at most 200 "
                        "long), got \"%s\"",
                        name);
-    if (!param && (!valid_identifier(name) || strlen(name) > 64))
+    if (!param && (!hs__graph_identifier(name) || strlen(name) > 64))
         return js_fail(w, HS_ERR_INVALID, key,
                        "expected a name of letters, digits and '_' (not "
                        "starting with a digit, at most 64 long), got \"%s\"",
@@ -468,9 +468,63 @@ static bool parse_attrs(js_walker *w, const json_t *op, hs_arena *a,
     return ok;
 }
 
+static bool ns_has(const void *ns, const char *s)
+{
+    return names_find(ns, s) >= 0;
+}
+
+static const char *const *ns_known(const void *ns)
+{
+    return ((const names *)ns)->v;
+}
+
+int hs__graph_op_n_defs(const hs_graph_op *g)
+{
+    return g->kind == HS_GOP_SCAN ? g->scan->n_carry + g->scan->n_ys : 1;
+}
+
+const char *hs__graph_op_def(const hs_graph_op *g, int k)
+{
+    return g->kind == HS_GOP_SCAN ? g->scan->outputs[k] : g->name;
+}
+
+/* A scan op (graph_scan_desc.c): its outputs join the namespace; its own
+ * name only names the loop, and is checked like an op name. */
+static bool parse_scan_op(js_walker *w, const json_t *op, hs_arena *a,
+                          const hs_model_limits *limits, bool allow_scan,
+                          names *ns, hs_graph_op *g)
+{
+    const char *name = NULL;
+    if (!allow_scan)
+        return js_fail(w, HS_ERR_UNSUPPORTED, "op",
+                       "a scan body cannot hold another scan (nested scans "
+                       "are not supported)");
+    if (!js_get_string(w, op, "name", true, NULL, &name))
+        return false;
+    if (!hs__graph_identifier(name) || strlen(name) > 64)
+        return js_fail(w, HS_ERR_INVALID, "name",
+                       "expected a name of letters, digits and '_' (not "
+                       "starting with a digit, at most 64 long), got \"%s\"",
+                       name);
+    if (!hs__graph_scan_parse(w, op, a, limits, ns_has, ns_known, ns, g) ||
+        !parse_scope(w, op, a, g))
+        return false;
+    g->name = hs_arena_strdup(a, name);
+    g->kind = HS_GOP_SCAN;
+    size_t mark = js_push_key(w, "outputs");
+    bool ok = g->name != NULL;
+    for (int k = 0; ok && k < hs__graph_op_n_defs(g); k++) {
+        size_t m2 = js_push_index(w, (size_t)k);
+        ok = add_name(w, ns, g->scan->outputs[k], NULL, false);
+        js_pop(w, m2);
+    }
+    js_pop(w, mark);
+    return ok;
+}
+
 static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
-                      const hs_model_limits *limits, hs_block *blk,
-                      names *ns)
+                      const hs_model_limits *limits, bool allow_scan,
+                      hs_block *blk, names *ns)
 {
     const json_t *ops = json_object_get(obj, "ops");
     if (!ops)
@@ -492,6 +546,18 @@ static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
         hs_graph_op *g = &blk->ops[i];
         const char *name = NULL;
         const gop_rule *r = NULL;
+        if (json_is_object(op) &&
+            json_is_string(json_object_get(op, "op")) &&
+            strcmp(json_string_value(json_object_get(op, "op")), "scan") ==
+                0) {
+            ok = parse_scan_op(w, op, a, limits, allow_scan, ns, g);
+            if (ok) {
+                g->path = hs_arena_strdup(a, w->path);
+                blk->n_ops++;
+            }
+            js_pop(w, m2);
+            continue;
+        }
         ok = js_expect_object(w, op, "an op ({name, op, args, attrs})") &&
              js_check_keys(w, op, k_op_keys) &&
              js_get_string(w, op, "name", true, NULL, &name) &&
@@ -514,25 +580,122 @@ static bool parse_ops(js_walker *w, const json_t *obj, hs_arena *a,
     return ok;
 }
 
-bool hs__graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
-                          const hs_model_limits *limits, hs_block *blk)
+/* How many names a graph may define: its inputs, params, ops and the
+ * outputs of its scans (so the namespace is sized once). */
+static size_t names_capacity(const json_t *obj, int n_inputs)
 {
     const json_t *ps = json_object_get(obj, "params");
     const json_t *ops = json_object_get(obj, "ops");
-    size_t cap = 2 + (json_is_object(ps) ? json_object_size(ps) : 0) +
-                 (json_is_array(ops) ? json_array_size(ops) : 0);
-    names ns = {0, hs_arena_alloc(a, cap * sizeof(const char *)), {0}};
-    if (!ns.v || !hs__name_index_init(&ns.ix, cap))
+    size_t cap = 2 + (size_t)n_inputs +
+                 (json_is_object(ps) ? json_object_size(ps) : 0);
+    for (size_t i = 0; json_is_array(ops) && i < json_array_size(ops); i++) {
+        const json_t *outs = json_object_get(json_array_get(ops, i),
+                                             "outputs");
+        cap += 1 + (json_is_array(outs) ? json_array_size(outs) : 0);
+    }
+    return cap;
+}
+
+/* The params and ops of a graph over its inputs ("x", or a scan body's
+ * blk->inputs); ns is left for the caller to resolve results in and to
+ * free. */
+static bool graph_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                        const hs_model_limits *limits, hs_block *blk,
+                        bool allow_scan, names *ns)
+{
+    static const char *const k_x[] = {"x"};
+    const char *const *inputs = blk->n_inputs ? (const char *const *)
+                                                    blk->inputs
+                                              : k_x;
+    int n_inputs = blk->n_inputs ? blk->n_inputs : 1;
+    size_t cap = names_capacity(obj, n_inputs);
+    *ns = (names){0, hs_arena_alloc(a, cap * sizeof(const char *)), {0}};
+    if (!ns->v || !hs__name_index_init(&ns->ix, cap))
         return js_fail(w, HS_ERR_NOMEM, NULL, "out of host memory");
-    hs__name_index_put(&ns.ix, "x", ns.n);
-    ns.v[ns.n++] = "x";
-    ns.v[ns.n] = NULL;
-    bool ok = parse_params(w, obj, a, limits, blk, &ns) &&
-              parse_ops(w, obj, a, limits, blk, &ns);
+    ns->v[0] = NULL;
+    for (int i = 0; i < n_inputs; i++) {
+        if (names_find(ns, inputs[i]) >= 0)
+            return js_fail(w, HS_ERR_INVALID, NULL,
+                           "the input name \"%s\" is used twice",
+                           inputs[i]);
+        hs__name_index_put(&ns->ix, inputs[i], ns->n);
+        ns->v[ns->n++] = inputs[i];
+        ns->v[ns->n] = NULL;
+    }
+    return parse_params(w, obj, a, limits, blk, ns) &&
+           parse_ops(w, obj, a, limits, allow_scan, blk, ns);
+}
+
+/* s is a name the graph defines (an input, a param or an op); the error
+ * is at the walker's path. */
+static bool resolve_name(js_walker *w, const names *ns, const char *s,
+                         const char *what)
+{
+    if (names_find(ns, s) >= 0)
+        return true;
+    const char *near = js_closest(s, ns->v);
+    if (near)
+        return js_fail(w, HS_ERR_INVALID, NULL,
+                       "unknown %s \"%s\" (did you mean \"%s\"?)", what, s,
+                       near);
+    return js_fail(w, HS_ERR_INVALID, NULL,
+                   "unknown %s \"%s\"; it names an input, a param or an "
+                   "op of the graph",
+                   what, s);
+}
+
+bool hs__graph_body_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                          const hs_model_limits *limits, hs_block *blk,
+                          const char *const *result_keys,
+                          const char ***results, int *n_results)
+{
+    names ns;
+    bool ok = graph_parse(w, obj, a, limits, blk, false, &ns);
+    for (int k = 0; ok && result_keys[k]; k++) {
+        const json_t *list = json_object_get(obj, result_keys[k]);
+        size_t n = json_is_array(list) ? json_array_size(list) : 0;
+        if (!json_is_array(list)) {
+            ok = js_fail(w, HS_ERR_INVALID, result_keys[k],
+                         "expected a list of names of the body");
+            break;
+        }
+        results[k] = hs_arena_alloc(a, (n + 1) * sizeof *results[k]);
+        if (!results[k]) {
+            ok = js_fail(w, HS_ERR_NOMEM, NULL, "out of host memory");
+            break;
+        }
+        size_t mark = js_push_key(w, result_keys[k]);
+        for (size_t i = 0; ok && i < n; i++) {
+            size_t m2 = js_push_index(w, i);
+            const json_t *e = json_array_get(list, i);
+            if (!json_is_string(e))
+                ok = js_fail(w, HS_ERR_INVALID, NULL,
+                             "expected a name (string)");
+            else
+                ok = resolve_name(w, &ns, json_string_value(e), "name") &&
+                     (results[k][i] = hs_arena_strdup(
+                          a, json_string_value(e))) != NULL;
+            js_pop(w, m2);
+        }
+        js_pop(w, mark);
+        n_results[k] = (int)n;
+    }
+    hs__name_index_free(&ns.ix);
+    return ok;
+}
+
+bool hs__graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                          const hs_model_limits *limits, hs_block *blk)
+{
+    names ns;
+    bool ok = graph_parse(w, obj, a, limits, blk, true, &ns);
     const char *out = NULL;
     ok = ok && js_get_string(w, obj, "output", false, NULL, &out);
-    if (ok && !out) /* the last op by default */
-        out = blk->ops[blk->n_ops - 1].name;
+    if (ok && !out) { /* the last op by default (a scan's last output) */
+        const hs_graph_op *last = &blk->ops[blk->n_ops - 1];
+        int n = hs__graph_op_n_defs(last);
+        out = n ? hs__graph_op_def(last, n - 1) : last->name;
+    }
     if (ok && names_find(&ns, out) < 0) {
         const char *near = js_closest(out, ns.v);
         if (near)

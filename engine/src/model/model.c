@@ -108,7 +108,7 @@ static bool unique_param_names(const hs_model *m, hs_error *err)
 }
 
 static bool trace_forward(hs_model *m, const hs_model_desc *d,
-                          int64_t max_elements, hs_error *err)
+                          const hs_model_limits *limits, hs_error *err)
 {
     m->module = hs_module_new(module_name(m->arena, d->name));
     if (!m->module)
@@ -120,8 +120,10 @@ static bool trace_forward(hs_model *m, const hs_model_desc *d,
                         .ep = {.arena = m->arena, .next = 1}};
     hs_trace t;
     hs__trace_init(&t, b, &src.base);
-    t.max_elements = max_elements;
+    t.max_elements = limits->max_tensor_elements;
     t.dtype = d->dtype;
+    t.loop = d->loop;
+    t.max_unrolled_steps = limits->max_layers;
     hs_instruction *x = hs_b_parameter(b, 0, &d->input_shape, "x");
     for (int k = 0; k < d->n_layers && x;) {
         /* The copies of one repeat share their block, and separate entries
@@ -312,7 +314,7 @@ static hs_model *load_root(const json_t *root, const hs_model_options *opts,
     bool ok = hs__model_desc_parse(root, opts, limits, m->arena, m->desc, err);
     if (ok) {
         copy_settings(m, m->desc);
-        ok = trace_forward(m, m->desc, limits->max_tensor_elements, err) &&
+        ok = trace_forward(m, m->desc, limits, err) &&
              check_sizes(m->module, limits->max_tensor_elements, err) &&
              hs_module_verify(m->module, err) == HS_OK && check_train(m, err) &&
              (opts && opts->shapes_only ? true : draw_data(m, err));

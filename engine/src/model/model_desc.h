@@ -72,8 +72,31 @@ typedef struct hs_graph_param {
 typedef enum hs_graph_op_kind {
     HS_GOP_HLO = 0,
     HS_GOP_PLACE_TO_HOST,
-    HS_GOP_PLACE_TO_DEVICE
+    HS_GOP_PLACE_TO_DEVICE,
+    HS_GOP_SCAN /* torch_xla's scan(fn, init, xs): see hs_graph_scan */
 } hs_graph_op_kind;
+
+typedef struct hs_block hs_block;
+
+/* A graph op "scan" (graph_scan_desc.c): scan(fn, init, xs) with fn a
+ * graph of its own, the body. The op's args are the init carries then the
+ * xs (n_carry + n_xs names of the enclosing graph); the body's inputs are
+ * its carry names then its x names (one slice of each xs per step); its
+ * params are shared by every step. The op defines the names in outputs:
+ * the final carries, then the ys stacked along a new axis 0. */
+/* Most names in a scan's init, xs, outputs, or its body's carry, x, y
+ * lists (hs_scan's HS_SCAN_MAX_YS). */
+#define HS_SCAN_MAX_NAMES 64
+
+typedef struct hs_graph_scan {
+    int n_carry, n_xs, n_ys;
+    const hs_block *body;   /* a graph block whose inputs are
+                               carry..., x... */
+    const char **new_carry; /* n_carry body names: the carries a step
+                               returns */
+    const char **ys;        /* n_ys body names: what a step emits */
+    const char **outputs;   /* n_carry + n_ys names of the enclosing graph */
+} hs_graph_scan;
 
 /* Parsed attributes; -1 counts mean "absent, use the default". */
 typedef struct hs_graph_op {
@@ -107,6 +130,7 @@ typedef struct hs_graph_op {
         pad_hi[HS_MAX_RANK], dil[HS_MAX_RANK];
     int64_t groups;         /* convolution: feature_group_count */
     const char *dim_labels; /* convolution, NULL: bf01_oi01->bf01 */
+    const hs_graph_scan *scan; /* HS_GOP_SCAN */
 } hs_graph_op;
 
 /* The settings of the NCHW vision blocks (conv2d, pooling, batchnorm2d,
@@ -123,7 +147,6 @@ typedef struct hs_vision {
 
 /* ---- blocks ---- */
 
-typedef struct hs_block hs_block;
 struct hs_block {
     hs_block_type type;
     const char *path; /* JSON pointer of the block object */
@@ -142,6 +165,9 @@ struct hs_block {
     int n_blocks; /* sequential, after repeat expansion */
     const hs_block **blocks;
 
+    int n_inputs; /* graph: the names bound before its params; 0: "x" (a
+                     scan body: its carries, then its slices of xs) */
+    const char **inputs;
     int n_gparams; /* graph */
     hs_graph_param *gparams;
     int n_ops;
@@ -210,5 +236,33 @@ bool hs__vision_attrs_parse(js_walker *w, const json_t *at, hs_arena *a,
 /* Parses the graph-specific keys of block object obj (graph_desc.c). */
 bool hs__graph_desc_parse(js_walker *w, const json_t *obj, hs_arena *a,
                           const hs_model_limits *limits, hs_block *blk);
+
+/* A scan body's graph (graph_desc.c): params and ops of obj over the
+ * inputs blk->inputs (already set), then each key of result_keys (NULL
+ * terminated, e.g. "new_carry", "y") a list of names of the body, read
+ * into results[k] with its length in n_results[k]. The walker stands at
+ * obj. */
+bool hs__graph_body_parse(js_walker *w, const json_t *obj, hs_arena *a,
+                          const hs_model_limits *limits, hs_block *blk,
+                          const char *const *result_keys,
+                          const char ***results, int *n_results);
+
+/* A graph's own name (an op, an input of a scan body): letters, digits
+ * and '_', not starting with a digit (graph_desc.c). */
+bool hs__graph_identifier(const char *s);
+
+/* The names a graph op defines in the enclosing graph: its name, or a
+ * scan's outputs. */
+int hs__graph_op_n_defs(const hs_graph_op *g);
+const char *hs__graph_op_def(const hs_graph_op *g, int k);
+
+/* Parses a graph op {"op": "scan", ...} at the walker's path
+ * (graph_scan_desc.c): its init and xs (names of the enclosing graph,
+ * checked by has_name), its body and outputs. */
+bool hs__graph_scan_parse(js_walker *w, const json_t *op, hs_arena *a,
+                          const hs_model_limits *limits,
+                          bool (*has_name)(const void *ns, const char *s),
+                          const char *const *(*known)(const void *ns),
+                          const void *ns, hs_graph_op *g);
 
 #endif

@@ -20,6 +20,16 @@ void hs__trace_init(hs_trace *t, hs_builder *b, hs_param_source *params)
     t->params = params;
     t->max_elements = HS_MODEL_DEFAULT_MAX_TENSOR_ELEMENTS;
     t->dtype = HS_F32;
+    t->loop = HS_LOOP_UNROLLED;
+    t->max_unrolled_steps = HS_MODEL_DEFAULT_MAX_LAYERS;
+}
+
+void hs__trace_settings(hs_trace *to, const hs_trace *from)
+{
+    to->max_elements = from->max_elements;
+    to->dtype = from->dtype;
+    to->loop = from->loop;
+    to->max_unrolled_steps = from->max_unrolled_steps;
 }
 
 bool hs__trace_fits(hs_trace *t, const char *path, int rank,

@@ -37,9 +37,16 @@ typedef struct hs_trace {
     /* The model's "dtype": parameters, and every value the description
      * calls f32 (graph constants, iotas, converts), are of this type. */
     hs_dtype dtype;
+    /* The model's "loop": how a graph's scan ops are traced. */
+    hs_loop_mode loop;
+    /* Most steps a scan op may be unrolled into (limit max_layers). */
+    int64_t max_unrolled_steps;
 } hs_trace;
 
 void hs__trace_init(hs_trace *t, hs_builder *b, hs_param_source *params);
+/* Copies the model's settings (element limit, dtype, loop, step limit)
+ * from one trace to another (a probe's, a scan body's). */
+void hs__trace_settings(hs_trace *to, const hs_trace *from);
 
 /* Traces a top-level layer: scope "layers.3", parameters
  * "layers.3.<name>" (or the module name the description gave it; the root
@@ -73,6 +80,43 @@ hs_instruction *hs__trace_block(hs_trace *t, const hs_block *blk,
  * block is a layer by itself). */
 hs_instruction *hs__trace_graph(hs_trace *t, const hs_block *blk,
                                 hs_instruction *x, bool graph_scope);
+
+/* What a graph traces over and returns (trace_graph.c). */
+typedef struct hs_graph_io {
+    /* The values of its inputs: blk->inputs, or "x" when it has none. */
+    hs_instruction *const *inputs;
+    /* Its params' values when the caller holds them (a scan body's, carried
+     * through the loop), in blk->gparams order; NULL: requested from
+     * t->params. */
+    hs_instruction *const *params;
+    int n_results;
+    const char *const *results; /* names of the graph */
+    hs_instruction **values;    /* n_results: their values */
+    /* The scope of ops that name no module path ("<scope>/<op name>"); a
+     * scan body's is its loop's. NULL: "graph/<name>" or "<name>". */
+    const char *scope;
+} hs_graph_io;
+
+/* A graph param's value: requested from t->params by its name, with its
+ * init (or the description's values). */
+hs_instruction *hs__trace_graph_param(hs_trace *t, const hs_graph_param *p);
+
+/* Traces a graph block over io's inputs; false after an error (recorded
+ * on t). */
+bool hs__trace_graph_io(hs_trace *t, const hs_block *blk,
+                        const hs_graph_io *io, bool graph_scope);
+
+/* A graph op "scan" (trace_graph_scan.c): args are its init carries then
+ * its xs; shared[i] is the enclosing graph's param with the name of the
+ * body's param i (that parameter) or NULL (a parameter of its own). Fills
+ * out with the final carries, then the stacked ys. With t->loop
+ * HS_LOOP_SCAN one `while` (hs_scan: the body traced once, its params
+ * passed through the loop unchanged), else the body traced once per step.
+ * false after an error (recorded on t, with the JSON path). */
+bool hs__trace_graph_scan(hs_trace *t, const hs_graph_op *g,
+                          hs_instruction *const *args,
+                          hs_instruction *const *shared, bool graph_scope,
+                          hs_instruction **out);
 
 /* Records an error found by the loader's own checks: on the builder (the
  * sticky error) and its JSON path. Returns NULL. */

@@ -235,9 +235,10 @@ static hs_instruction *trace_op(hs_trace *t, const hs_graph_op *g,
 }
 
 /* Pushes the op's scope: its module path, or "graph/<name>" (a graph
- * that is a layer by itself) or "<name>". Returns how many were pushed. */
+ * that is a layer by itself) or "<name>", or "<scope>/<name>" in a scan
+ * body (scope: the loop's). Returns how many were pushed. */
 static int push_op_scope(hs_builder *b, const hs_graph_op *g,
-                         bool graph_scope)
+                         bool graph_scope, const char *scope)
 {
     if (g->scope) {
         if (!g->scope[0])
@@ -245,58 +246,136 @@ static int push_op_scope(hs_builder *b, const hs_graph_op *g,
         hs_builder_push_scope(b, g->scope);
         return 1;
     }
-    if (graph_scope)
-        hs_builder_push_scope(b, "graph");
+    int n = 0;
+    if (scope && scope[0])
+        hs_builder_push_scope(b, scope), n++;
+    else if (graph_scope)
+        hs_builder_push_scope(b, "graph"), n++;
     hs_builder_push_scope(b, g->name);
-    return graph_scope ? 2 : 1;
+    return n + 1;
+}
+
+/* Every name a graph defines: its inputs, params, and what its ops
+ * define. */
+static size_t env_capacity(const hs_block *blk)
+{
+    size_t cap = 1 + (size_t)blk->n_inputs + (size_t)blk->n_gparams;
+    for (int i = 0; i < blk->n_ops; i++)
+        cap += (size_t)hs__graph_op_n_defs(&blk->ops[i]);
+    return cap;
+}
+
+hs_instruction *hs__trace_graph_param(hs_trace *t, const hs_graph_param *p)
+{
+    return p->init == HS_INIT_VALUES
+               ? hs__trace_param_values(t, p->name, &p->shape, p->values)
+               : hs__trace_param(t, p->name, &p->shape, p->init,
+                                 hs__param_fan_in_bound(&p->shape));
+}
+
+/* The graph's params: the caller's values, or requested from t->params. */
+static bool bind_params(hs_trace *t, const hs_block *blk,
+                        hs_instruction *const *given, graph_env *env)
+{
+    for (int i = 0; i < blk->n_gparams; i++) {
+        const hs_graph_param *p = &blk->gparams[i];
+        hs_instruction *v =
+            given ? given[i] : hs__trace_graph_param(t, p);
+        if (!v)
+            return false;
+        env_put(env, p->name, v);
+    }
+    return true;
+}
+
+/* For each param of a scan op's body, the enclosing graph's param of
+ * that name (the same parameter: fn and the forward around the scan both
+ * read it), or NULL. The env holds the inputs, then the params. */
+static hs_instruction **shared_params(const hs_block *blk,
+                                      const hs_graph_op *g,
+                                      const graph_env *env)
+{
+    const hs_block *body = g->scan->body;
+    hs_instruction **v = calloc((size_t)body->n_gparams + 1, sizeof *v);
+    int first = blk->n_inputs ? blk->n_inputs : 1;
+    for (int i = 0; v && i < body->n_gparams; i++) {
+        int k = hs__name_index_get(&env->ix, body->gparams[i].name);
+        if (k >= first && k < first + blk->n_gparams)
+            v[i] = env->values[k];
+    }
+    return v;
+}
+
+/* One op: its values go into env under the names it defines. */
+static bool trace_one(hs_trace *t, const hs_block *blk, const hs_graph_op *g,
+                      graph_env *env, bool graph_scope, const char *scope)
+{
+    int n_defs = hs__graph_op_n_defs(g);
+    hs_instruction **args = malloc(((size_t)g->n_args + (size_t)n_defs + 1) *
+                                   sizeof *args);
+    if (!args) {
+        hs__trace_fail(t, g->path, HS_ERR_NOMEM, "out of host memory");
+        return false;
+    }
+    hs_instruction **defs = args + g->n_args;
+    for (int j = 0; j < g->n_args; j++)
+        args[j] = env_get(env, g->args[j]);
+    bool ok;
+    if (g->kind == HS_GOP_SCAN) {
+        hs_instruction **shared = shared_params(blk, g, env);
+        ok = shared ? hs__trace_graph_scan(t, g, args, shared, graph_scope,
+                                           defs)
+                    : hs__trace_fail(t, g->path, HS_ERR_NOMEM,
+                                     "out of host memory") != NULL;
+        free(shared);
+    } else {
+        int pushed = push_op_scope(t->b, g, graph_scope, scope);
+        defs[0] = trace_op(t, g, args);
+        while (pushed-- > 0)
+            hs_builder_pop_scope(t->b);
+        ok = defs[0] != NULL;
+    }
+    if (!ok && !t->fail_path[0])
+        snprintf(t->fail_path, sizeof t->fail_path, "%s", g->path);
+    for (int k = 0; ok && k < n_defs; k++)
+        env_put(env, hs__graph_op_def(g, k), defs[k]);
+    free(args);
+    return ok;
+}
+
+bool hs__trace_graph_io(hs_trace *t, const hs_block *blk,
+                        const hs_graph_io *io, bool graph_scope)
+{
+    size_t cap = env_capacity(blk);
+    graph_env env = {0, {0}, malloc(cap * sizeof(hs_instruction *))};
+    bool ok = false;
+    if (!hs__name_index_init(&env.ix, cap) || !env.values) {
+        hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
+        goto done;
+    }
+    if (blk->n_inputs == 0)
+        env_put(&env, "x", io->inputs[0]);
+    for (int i = 0; i < blk->n_inputs; i++)
+        env_put(&env, blk->inputs[i], io->inputs[i]);
+    if (!bind_params(t, blk, io->params, &env))
+        goto done;
+    for (int i = 0; i < blk->n_ops; i++)
+        if (!trace_one(t, blk, &blk->ops[i], &env, graph_scope, io->scope))
+            goto done;
+    ok = true;
+    for (int k = 0; k < io->n_results; k++)
+        ok = (io->values[k] = env_get(&env, io->results[k])) != NULL && ok;
+done:
+    hs__name_index_free(&env.ix);
+    free(env.values);
+    return ok;
 }
 
 hs_instruction *hs__trace_graph(hs_trace *t, const hs_block *blk,
                                 hs_instruction *x, bool graph_scope)
 {
-    size_t cap = 1 + (size_t)blk->n_gparams + (size_t)blk->n_ops;
-    graph_env env = {0, {0}, malloc(cap * sizeof(hs_instruction *))};
     hs_instruction *out = NULL;
-    if (!hs__name_index_init(&env.ix, cap) || !env.values) {
-        hs__trace_fail(t, blk->path, HS_ERR_NOMEM, "out of host memory");
-        goto done;
-    }
-    env_put(&env, "x", x);
-    for (int i = 0; i < blk->n_gparams; i++) {
-        const hs_graph_param *p = &blk->gparams[i];
-        hs_instruction *v =
-            p->init == HS_INIT_VALUES
-                ? hs__trace_param_values(t, p->name, &p->shape, p->values)
-                : hs__trace_param(t, p->name, &p->shape, p->init,
-                                  hs__param_fan_in_bound(&p->shape));
-        if (!v)
-            goto done;
-        env_put(&env, p->name, v);
-    }
-    for (int i = 0; i < blk->n_ops; i++) {
-        const hs_graph_op *g = &blk->ops[i];
-        hs_instruction **args = malloc(((size_t)g->n_args + 1) * sizeof *args);
-        if (!args) {
-            hs__trace_fail(t, g->path, HS_ERR_NOMEM, "out of host memory");
-            goto done;
-        }
-        for (int j = 0; j < g->n_args; j++)
-            args[j] = env_get(&env, g->args[j]);
-        int pushed = push_op_scope(t->b, g, graph_scope);
-        hs_instruction *y = trace_op(t, g, args);
-        while (pushed-- > 0)
-            hs_builder_pop_scope(t->b);
-        free(args);
-        if (!y) {
-            if (!t->fail_path[0])
-                snprintf(t->fail_path, sizeof t->fail_path, "%s", g->path);
-            goto done;
-        }
-        env_put(&env, g->name, y);
-    }
-    out = env_get(&env, blk->output);
-done:
-    hs__name_index_free(&env.ix);
-    free(env.values);
-    return out;
+    hs_graph_io io = {.inputs = &x, .n_results = 1,
+                      .results = &blk->output, .values = &out};
+    return hs__trace_graph_io(t, blk, &io, graph_scope) ? out : NULL;
 }

@@ -69,8 +69,7 @@ static bool probe_layer(hs_trace *t, hs_arena *a, const hs_block *blk,
     probe_source src = {.base = {probe_get}, .arena = a, .next = 1};
     hs_trace pt;
     hs__trace_init(&pt, b, &src.base);
-    pt.max_elements = t->max_elements;
-    pt.dtype = t->dtype;
+    hs__trace_settings(&pt, t);
     hs_instruction *y =
         hs__trace_layer(&pt, blk, name, hs_b_parameter(b, 0, in, "x"));
     bool ok = y && hs_builder_ok(b);
@@ -166,8 +165,7 @@ static hs_instruction *trace_body(hs_builder *body, hs_instruction *x,
                                       (c->body_name[0] ? 1 : 0)};
     hs_trace bt;
     hs__trace_init(&bt, body, &src.base);
-    bt.max_elements = c->outer->max_elements;
-    bt.dtype = c->outer->dtype;
+    hs__trace_settings(&bt, c->outer);
     hs_instruction *y = hs__trace_layer_named(&bt, c->blk, c->body_name, x);
     if (!y && bt.fail_path[0] && !c->outer->fail_path[0])
         snprintf(c->outer->fail_path, sizeof c->outer->fail_path, "%s",
