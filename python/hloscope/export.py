@@ -184,9 +184,7 @@ class _Lowering:
         return any(a in self.env and a not in self.static and
                    _has_v(self.env[a]) for a in node.all_input_nodes)
 
-    def run(self):
-        placeholders = [n for n in self.gm.graph.nodes
-                        if n.op == "placeholder"]
+    def check_inputs(self, placeholders):
         if not placeholders:
             raise ExportError("the module's forward takes no input")
         for extra in placeholders[1:]:
@@ -195,11 +193,25 @@ class _Lowering:
                     f"the module's forward takes more than one input "
                     f"('{extra.target}' has no default); export takes "
                     "modules of one tensor")
+
+    def bind_input(self, node, index):
+        """The value of the forward's index-th argument (the block's x; the
+        others keep their defaults)."""
+        if index == 0:
+            self.env[node] = self.block.x
+
+    def scope_for(self, node):
+        """The op scope of what node lowers to: its module path."""
+        return scope_of(node.meta.get("hs_module", ""))
+
+    def run(self):
+        placeholders = [n for n in self.gm.graph.nodes
+                        if n.op == "placeholder"]
+        self.check_inputs(placeholders)
         for node in self.gm.graph.nodes:
-            self.block.scope = scope_of(node.meta.get("hs_module", ""))
+            self.block.scope = self.scope_for(node)
             if node.op == "placeholder":
-                if node is placeholders[0]:
-                    self.env[node] = self.block.x
+                self.bind_input(node, placeholders.index(node))
                 continue
             if node.op == "output":
                 try:
@@ -215,8 +227,10 @@ class _Lowering:
                 if v is not None:
                     self.env[node] = v
                 continue
+            # scan's fn may read parameters its node does not list.
             if not self.depends(node) and node.op != "call_module" and \
-                    node.target is not markers._scan_layers_node:
+                    node.target is not markers._scan_layers_node and \
+                    markers.scan_fn_of(node.target) is None:
                 self.lower_static(node)
                 continue
             val = node.meta.get("hs_value")
@@ -295,6 +309,9 @@ class _Lowering:
             return fn(self, node, m, args, kwargs)
         if node.target is markers._scan_layers_node:
             return self.scan_layers(node, args[0], kwargs["layers"])
+        if markers.scan_fn_of(node.target) is not None:
+            from .scan_export import lower_scan
+            return lower_scan(self, node, args[0], args[1])
         if node.target is markers._place_to_host_node:
             return self.block.placement("place_to_host", self.tensor(args[0]))
         if node.target is markers._place_to_device_node:
@@ -428,6 +445,15 @@ class _Exporter:
         return L.blocks[0]
 
 
+def _params_of(blk):
+    """The params of an exported block and of its scan ops' bodies."""
+    out = set(blk.get("params", {}))
+    for op in blk.get("ops", []):
+        if op.get("op") == "scan":
+            out |= set(op["body"].get("params", {}))
+    return out
+
+
 _MODEL_DTYPES = ("f32", "bf16", "f16")
 
 
@@ -484,7 +510,8 @@ def export(module, example_input, *, loop="unrolled", name=None,
             [(op, path, n) for (op, path, why), n in rows])
     seen = {}
     for i, blk in enumerate(L.blocks):
-        for p in blk.get("params", {}):
+        # A scan body's param named like its block's is that parameter.
+        for p in _params_of(blk):
             if p in seen and not p.startswith("_constants."):
                 raise ExportError(
                     f"'{p}' is used both before and after a scan_layers "

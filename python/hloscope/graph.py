@@ -55,6 +55,15 @@ class GraphBlock:
         self.x = V("x", input_shape, input_dtype, self)
 
     # ---- names and params ----
+    def input(self, name, shape, dtype):
+        """Another input of the block (a scan body's carries and slices)."""
+        self.names.add(name)
+        return V(name, shape, dtype, self)
+
+    def fresh(self, base):
+        """A new name of the block (a scan op's outputs)."""
+        return self._fresh(base)
+
     def _fresh(self, base):
         base = _ident(base)
         # A counter per base keeps naming linear in the number of ops.
@@ -97,7 +106,8 @@ class GraphBlock:
         o = {"name": name, "op": op, "args": [a.name for a in args]}
         if attrs:
             o["attrs"] = attrs
-        o["scope"] = self.scope
+        if self.scope is not None:  # None: the default (a scan body's loop)
+            o["scope"] = self.scope
         self.ops.append(o)
         return V(name, shape, dtype, self)
 

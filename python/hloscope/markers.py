@@ -5,8 +5,10 @@ torch_xla.experimental.stablehlo_custom_call).
 
 In plain PyTorch they run eagerly. While hloscope.export traces a module
 they become single nodes of the fx graph (the tracer's proxies are seen
-here), which the exporter lowers to a `repeat` scanned with "loop": "scan"
-and to `place_to_host` / `place_to_device` graph ops.
+here), which the exporter lowers to a `repeat` (scan_layers), a graph op
+`scan` whose body is fn traced once (scan), and `place_to_host` /
+`place_to_device` graph ops; "loop" says whether hloscope traces the first
+two as `while` loops or unrolled.
 """
 import torch
 import torch.fx
@@ -85,21 +87,36 @@ def scan_layers(layers, input_data, partition_fn=None):
     return x
 
 
-class ScanNeedsConcreteTrace(torch.fx.proxy.TraceError):
-    """scan's length is not known to a symbolic trace."""
-
-
 def scan(fn, init, xs):
     """torch_xla.experimental.scan.scan: fn(carry, x) -> (carry, y) over the
     leading axis of xs; returns (final carry, ys stacked along axis 0).
-    init, xs and the ys may be tensors or (nested) tuples/lists of them."""
+    init, xs and the ys may be tensors or (nested) tuples/lists of them.
+
+    While hloscope.export traces a module, a call on traced values becomes
+    one node of the fx graph (its target keeps fn), which the exporter
+    lowers to a graph op "scan" with fn traced once as its body."""
     leaves = _tree_leaves(xs)
     if not leaves:
         raise ValueError("scan needs at least one tensor in xs")
-    if any(_is_proxy(t) for t in leaves):
-        lengths = {_concrete_len(t) for t in leaves}
-    else:
-        lengths = {t.shape[0] for t in leaves}
+    proxies = [t for t in _tree_leaves(init) + leaves if _is_proxy(t)]
+    if not proxies:
+        return _scan_eager(fn, init, xs)
+
+    def scan_node(init, xs):
+        return _scan_eager(fn, init, xs)
+    scan_node.hs_scan_fn = fn
+    return proxies[0].tracer.create_proxy("call_function", scan_node,
+                                          (init, xs), {})
+
+
+def scan_fn_of(target):
+    """The fn of a scan node's target (scan above), or None."""
+    return getattr(target, "hs_scan_fn", None)
+
+
+def _scan_eager(fn, init, xs):
+    leaves = _tree_leaves(xs)
+    lengths = {t.shape[0] for t in leaves}
     if len(lengths) != 1:
         raise ValueError(f"scan: the tensors of xs have different leading "
                          f"lengths {sorted(lengths)}")
@@ -109,13 +126,6 @@ def scan(fn, init, xs):
         carry, y = fn(carry, _tree_map(lambda t: t[i], xs))
         ys.append(y)
     return carry, _tree_stack(ys)
-
-
-def _concrete_len(t):
-    v = t.node.meta.get("hs_value")
-    if v is None:
-        raise ScanNeedsConcreteTrace("scan's length needs a concrete trace")
-    return v.shape[0]
 
 
 def _tree_leaves(t):

@@ -125,9 +125,9 @@ class _ConcreteTracer(_Tracer):
     """Evaluates each node on the example input as it is recorded, so the
     forward's Python control flow can ask for values (bool, iteration)."""
 
-    def __init__(self, example):
+    def __init__(self, examples):
         super().__init__()
-        self._example = example
+        self._examples = list(examples)  # one per placeholder, in order
         self._env = {}
 
     def create_proxy(self, kind, target, args, kwargs, name=None,
@@ -136,13 +136,15 @@ class _ConcreteTracer(_Tracer):
                                  proxy_factory_fn)
         node = p.node
         if node.op == "placeholder":
-            value = self._example
+            value = self._examples.pop(0) if self._examples else \
+                node.args[0] if node.args else None
         else:
-            # Only a module call (or the layers of scan_layers) goes
-            # through the patched Module methods; swapping them back costs
-            # a type-cache flush, so functions and methods skip it.
+            # Only a module call (or the layers of scan_layers, scan's fn)
+            # goes through the patched Module methods; swapping them back
+            # costs a type-cache flush, so functions and methods skip it.
             needs = node.op == "call_module" or \
-                node.target is markers._scan_layers_node
+                node.target is markers._scan_layers_node or \
+                markers.scan_fn_of(node.target) is not None
             with torch.no_grad(), (_unpatched() if needs else _nothing()):
                 value = _eval_node(self.root, node, self._env)
         self._env[node] = value
@@ -189,11 +191,14 @@ class _fixed_proxy_iter:
 
 
 def trace(module, example):
+    """example: the forward's input, or a tuple of them (one per argument,
+    as a scan body takes its carries and slices)."""
     with _fixed_proxy_iter():
-        return _trace(module, example)
+        return _trace(module, example if isinstance(example, tuple)
+                      else (example,))
 
 
-def _trace(module, example):
+def _trace(module, examples):
     """(GraphModule, how) with hs_module and hs_value on every node; how is
     "symbolic" or "concrete"."""
     how = "symbolic"
@@ -201,17 +206,18 @@ def _trace(module, example):
         graph = _Tracer().trace(module)
     except (torch.fx.proxy.TraceError, TypeError, RuntimeError) as e:
         how = "concrete: " + str(e).splitlines()[0][:200]
-        tracer = _ConcreteTracer(example)
+        tracer = _ConcreteTracer(examples)
         graph = tracer.trace(module)
         gm = torch.fx.GraphModule(module, graph)
         _fill_outputs(graph, tracer._env)
         return gm, how
     gm = torch.fx.GraphModule(module, graph)
     env = {}
+    given = list(examples)
     with torch.no_grad():
         for node in graph.nodes:
             if node.op == "placeholder":
-                env[node] = example if not env else node.args[0] \
+                env[node] = given.pop(0) if given else node.args[0] \
                     if node.args else None
             elif node.op == "output":
                 env[node] = torch.fx.node.map_arg(node.args[0],
