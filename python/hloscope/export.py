@@ -214,6 +214,9 @@ class _Lowering:
                 self.bind_input(node, placeholders.index(node))
                 continue
             if node.op == "output":
+                if self.unsupported:
+                    return None  # export lists them; the output may be
+                    # made of their stand-ins
                 try:
                     return self.finish(node)
                 except Unsupported as e:
@@ -234,7 +237,8 @@ class _Lowering:
                 self.lower_static(node)
                 continue
             val = node.meta.get("hs_value")
-            if node.op != "call_module" and not _has_tensor(val):
+            if node.op != "call_module" and not _has_tensor(val) and \
+                    markers.scan_fn_of(node.target) is None:
                 # A size, a dtype, a Python number: its value on the
                 # example (the export is specialised to the input shape).
                 self.env[node] = val

@@ -104,6 +104,7 @@ def scan(fn, init, xs):
 
     def scan_node(init, xs):
         return _scan_eager(fn, init, xs)
+    scan_node.__name__ = "scan"  # the node's name and its label in errors
     scan_node.hs_scan_fn = fn
     return proxies[0].tracer.create_proxy("call_function", scan_node,
                                           (init, xs), {})

@@ -140,6 +140,12 @@ def lower_scan(L, node, init, xs):
     """The graph op "scan" of a scan node in L's block; returns the
     (carry, ys) structure of its results."""
     fn = markers.scan_fn_of(node.target)
+    result, _ = _flatten(node.meta.get("hs_value"))
+    if any(isinstance(r, torch.fx.Proxy) for r in result):
+        # Run on the example, fn computed with a value of the forward's
+        # own trace (a closure).
+        raise Unsupported("scan's fn reads a value the forward computed "
+                          "outside it; pass it in init or xs")
     init_leaves, carry_spec = _flatten(init)
     xs_leaves, x_spec = _flatten(xs)
     if any(v is None for v in init_leaves + xs_leaves):
@@ -160,6 +166,13 @@ def lower_scan(L, node, init, xs):
             f"{str(e).splitlines()[0] if str(e) else ''} (fn may use the "
             "module's parameters and submodules, and values it is given; "
             "pass other values in init or xs)") from e
+    for n in gm.graph.nodes:
+        for a in n.all_input_nodes:
+            if a.graph is not gm.graph:
+                # fn closed over a value of the forward's own trace.
+                raise Unsupported(
+                    f"scan's fn reads '{a.name}', a value the forward "
+                    "computed outside it; pass it in init or xs")
     L.ex.how.append((f"{L.prefix or '<root>'} scan", how))
     blk = L.block
     name = blk.fresh("scan")

@@ -161,5 +161,33 @@ def test_rnn_scan_train_step_matches_autograd():
               f"{loop}: loss {err}, gradients {worst}")
 
 
+def test_scan_closure_is_listed():
+    """fn may read the module's parameters and what it is given; a value
+    the forward computed and fn closes over is listed with the other
+    unsupported ops, saying what to do."""
+    class Closes(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            g = self.fc(x).mean(0)
+
+            def step(c, xt):
+                return c + xt * g, c
+
+            last, ys = hloscope.scan(step, torch.zeros(4), x)
+            return ys + last
+
+    try:
+        hloscope.export(Closes(), torch.randn(5, 4))
+    except hloscope.ExportError as e:
+        print(e)
+        check(("scan", "<root>", 1) in e.unsupported, f"{e.unsupported}")
+        check("pass it in init or xs" in str(e), str(e))
+        return
+    raise Fail("a closure over the forward's value exported")
+
+
 if __name__ == "__main__":
     sys.exit(et.main(globals()))

@@ -371,6 +371,29 @@ static void body_shares_a_param_of_its_graph(void **state)
                  "the enclosing graph's param \"w\" is f32[3,3]");
 }
 
+/* A bf16 model: its ys are stacked as f32 in the loop and rounded back,
+ * exactly, so scanned and unrolled still agree bit for bit. */
+static void bf16_scan_matches_unrolled(void **state)
+{
+    (void)state;
+    hs_model *m[2];
+    hs_tensor *y[2];
+    const char *loops[2] = {"scan", "unrolled"};
+    for (int l = 0; l < 2; l++) {
+        m[l] = model_load_ok(rnn_with(7, loops[l], "'loop'",
+                                      "'dtype': 'bf16', 'loop'", NULL),
+                             NULL);
+        y[l] = model_run(m[l]);
+        assert_int_equal(y[l]->shape.dtype, HS_BF16);
+    }
+    assert_true(has_opcode(m[0]->module, HS_OP_WHILE));
+    assert_memory_equal(y[0]->data, y[1]->data, 2 * 7 * 3);
+    for (int l = 0; l < 2; l++) {
+        hs_tensor_free(y[l]);
+        hs_model_free(m[l]);
+    }
+}
+
 /* Unrolled, a scan is bounded like the layers it becomes. */
 static void unrolled_steps_are_limited(void **state)
 {
@@ -391,6 +414,7 @@ int main(void)
         cmocka_unit_test(several_carries_xs_and_ys),
         cmocka_unit_test(errors_name_the_json_path),
         cmocka_unit_test(body_shares_a_param_of_its_graph),
+        cmocka_unit_test(bf16_scan_matches_unrolled),
         cmocka_unit_test(unrolled_steps_are_limited),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
