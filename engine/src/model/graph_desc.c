@@ -281,10 +281,11 @@ static const gop_rule *find_rule(js_walker *w, const json_t *op)
     for (int i = 0; i < N_RULES; i++)
         if (strcmp(k_rules[i].name, s) == 0)
             return &k_rules[i];
-    const char *rule_names[N_RULES + 1];
+    const char *rule_names[N_RULES + 2];
     for (int i = 0; i < N_RULES; i++)
         rule_names[i] = k_rules[i].name;
-    rule_names[N_RULES] = NULL;
+    rule_names[N_RULES] = "scan"; /* graph_scan_desc.c */
+    rule_names[N_RULES + 1] = NULL;
     const char *near = js_closest(s, rule_names);
     hs_opcode any;
     if (hs_opcode_parse(s, strlen(s), &any))
@@ -297,7 +298,8 @@ static const gop_rule *find_rule(js_walker *w, const json_t *op)
     else
         js_fail(w, HS_ERR_INVALID, "op",
                 "unknown op \"%s\"; expected an HLO opcode name (add, "
-                "multiply, dot, ...) or place_to_host / place_to_device",
+                "multiply, dot, ...), place_to_host / place_to_device or "
+                "scan",
                 s);
     return NULL;
 }
