@@ -1,6 +1,6 @@
 """Tracing a module for export: torch.fx's symbolic trace, or, when the
-forward's control flow needs values (an `if` on a tensor, scan's length),
-a concrete trace that evaluates every node as it is recorded. Either way
+forward's control flow needs values (an `if` on a tensor, a size), a
+concrete trace that evaluates every node as it is recorded. Either way
 each node gets `hs_module` (the module path it was recorded in) and
 `hs_value` (its value on the example input), which the lowering reads for
 shapes and for Python values (sizes, slices)."""
