@@ -113,6 +113,8 @@ def test_linear_step_scan_matches_pytorch():
     torch.manual_seed(33)
     m = scan_models.LinearStep()
     scanned = both_loops(m, torch.randn(6, 2, 8), "linear-step")
+    check("<root>: symbolic" in scanned["description"],
+          f"scan needs no concrete trace: {scanned['description']}")
     op = scan_ops(scanned)[0]
     check(set(op["body"]["params"]) ==
           {"cell.weight", "cell.bias", "head.weight", "head.bias"},
