@@ -1,10 +1,14 @@
 """The vision lowerings of hloscope.export (torchvision's ResNets and
 MobileNets): convolution, batch norm with running statistics, max,
-average and adaptive average pooling, ReLU6 / hardtanh, hardswish and
-hardsigmoid. Each becomes the graph op torch_xla lowers it to
-(`convolution` with dim_labels bf01_oi01->bf01, `batch-norm-inference`,
-`reduce-window`), so the HLO looks like torch_xla's; registered in ops.py's
-tables on import (ops.py imports this module last)."""
+average and adaptive (average and max, to any size) pooling, ReLU6 /
+hardtanh, hardswish and hardsigmoid. Each becomes the graph op torch_xla
+lowers it to (`convolution` with dim_labels bf01_oi01->bf01,
+`batch-norm-inference`, `reduce-window`), so the HLO looks like
+torch_xla's. Adaptive pooling to a size that does not divide the input,
+which torch_xla sends back to the CPU, is one reduce-window where its
+bins are one sliding window (7 to 3) and slices and reduces elsewhere.
+Registered in ops.py's tables on import (ops.py imports this module
+last)."""
 import torch
 
 from .ops import Unsupported, _arg, _func, _module
@@ -161,33 +165,118 @@ def _f_avgpool(L, node, a, kw):
                      _arg(a, kw, 6, "divisor_override"))
 
 
-def _adaptive_avg(L, node, x, size):
-    """Equal windows (the input a multiple of the output size); to 1x1 a
-    mean over height and width, as ResNet and MobileNet use it."""
+def adaptive_bins(n, out):
+    """PyTorch's adaptive pooling windows along one axis of size n: bin i
+    covers [floor(i*n/out), ceil((i+1)*n/out)), so when out does not
+    divide n the bins differ in size and may overlap (and repeat when
+    out > n)."""
+    return [(i * n // out, -(-(i + 1) * n // out)) for i in range(out)]
+
+
+def _uniform(bins):
+    """(size, stride) when the bins are one window moving by a fixed
+    stride, i.e. one reduce-window covers them exactly; else None."""
+    size = bins[0][1] - bins[0][0]
+    stride = bins[1][0] - bins[0][0] if len(bins) > 1 else size
+    if stride < 1:
+        return None
+    for i, (s, e) in enumerate(bins):
+        if s != i * stride or e - s != size:
+            return None
+    return size, stride
+
+
+def _reduce_window(L, x, reducer, sizes, strides):
+    """reduce-window over the last len(sizes) axes of x, no padding."""
+    lead = [1] * (len(x.shape) - len(sizes))
+    attrs = {"window_dimensions": lead + list(sizes),
+             "window_strides": lead + list(strides),
+             "padding_low": [0] * len(x.shape),
+             "padding_high": [0] * len(x.shape), "reducer": reducer}
+    shape = x.shape[:len(lead)] + tuple(
+        (n - k) // s + 1 for n, k, s in
+        zip(x.shape[len(lead):], sizes, strides))
+    return L.block.emit("reduce-window", [x], attrs, shape, x.dtype)
+
+
+def _pool_bins(L, x, axis, bins, reducer, mean):
+    """x pooled along one axis over bins that no single window covers:
+    one slice per bin, reduced (a bin of one element is its slice), and
+    the bins concatenated in order. The mean divides each bin by its own
+    length; over two axes the two divisions make 1/(kh*kw)."""
+    blk, pieces = L.block, []
+    for s, e in bins:
+        start = [0] * len(x.shape)
+        limit = list(x.shape)
+        start[axis], limit[axis] = s, e
+        p = blk.slice(x, start, limit)
+        if e - s > 1:
+            keep = p.shape[:axis] + (1,) + p.shape[axis + 1:]
+            p = blk.reshape(blk.reduce(p, [axis], reducer), keep)
+            if mean:
+                p = blk.binary("divide", p, float(e - s))
+        pieces.append(p)
+    return blk.concatenate(pieces, axis)
+
+
+def _adaptive(L, node, x, reducer, mean):
+    """Adaptive pooling of the last two axes (NCHW or CHW) to the node's
+    output size (any size: an int, a pair, None entries keep the input's),
+    with PyTorch's bins (adaptive_bins). To 1x1 it is a reduce over height
+    and width, as torch_xla lowers ResNet's and MobileNet's; when the bins
+    of both axes are uniform (8x8 to 2x2, 7x7 to 3x3) one reduce-window;
+    otherwise each axis by itself (pooling a rectangle is pooling its rows,
+    then its columns): a reduce-window along an axis whose bins are
+    uniform, per-bin slices along one whose are not."""
     x = L.tensor(x)
-    _nchw(x)
-    n, c, h, w = x.shape
-    oh, ow = L.out_shape(node)[2:]
-    if h % oh or w % ow:
-        raise Unsupported(f"adaptive average pooling of {h}x{w} to "
-                          f"{oh}x{ow} (unequal windows)")
-    if (oh, ow) == (1, 1):
-        s = L.block.reduce(x, [2, 3])
-        return L.block.reshape(L.block.binary("divide", s, float(h * w)),
-                               (n, c, 1, 1))
-    kh, kw = h // oh, w // ow
-    total, _ = _window(L, node, x, "add", (kh, kw), (kh, kw), 0)
-    return L.block.binary("divide", total, float(kh * kw))
+    if len(x.shape) not in (3, 4):
+        raise Unsupported(f"a {len(x.shape)}-D input (adaptive pooling "
+                          "takes NCHW or CHW)")
+    r = len(x.shape)
+    out = tuple(L.out_shape(node)[-2:])
+    blk = L.block
+    if out == (1, 1):
+        y = blk.reduce(x, [r - 2, r - 1], reducer)
+        if mean:
+            y = blk.binary("divide", y, float(x.shape[-2] * x.shape[-1]))
+        return blk.reshape(y, x.shape[:-2] + (1, 1))
+    bins = [adaptive_bins(n, o) for n, o in zip(x.shape[-2:], out)]
+    uniform = [_uniform(b) for b in bins]
+    if all(uniform):
+        (kh, sh), (kw, sw) = uniform
+        y = _reduce_window(L, x, reducer, (kh, kw), (sh, sw))
+        return blk.binary("divide", y, float(kh * kw)) if mean else y
+    for axis, b, u in zip((r - 2, r - 1), bins, uniform):
+        if u == (1, 1):
+            continue  # the identity along this axis
+        if u:
+            sizes, strides = [1, 1], [1, 1]
+            sizes[axis - r + 2], strides[axis - r + 2] = u
+            x = _reduce_window(L, x, reducer, sizes, strides)
+            if mean:
+                x = blk.binary("divide", x, float(u[0]))
+        else:
+            x = _pool_bins(L, x, axis, b, reducer, mean)
+    return x
 
 
 @_module(torch.nn.AdaptiveAvgPool2d)
-def _m_adaptive(L, node, m, args, kw):
-    return _adaptive_avg(L, node, args[0], m.output_size)
+def _m_adaptive_avg(L, node, m, args, kw):
+    return _adaptive(L, node, args[0], "add", True)
 
 
 @_func("adaptive_avg_pool2d")
-def _f_adaptive(L, node, a, kw):
-    return _adaptive_avg(L, node, a[0], _arg(a, kw, 1, "output_size"))
+def _f_adaptive_avg(L, node, a, kw):
+    return _adaptive(L, node, a[0], "add", True)
+
+
+@_func("adaptive_max_pool2d", "adaptive_max_pool2d_with_indices")
+def _f_adaptive_max(L, node, a, kw):
+    """F.adaptive_max_pool2d, which nn.AdaptiveMaxPool2d calls (torch.fx
+    records the function, with return_indices as a keyword)."""
+    if _arg(a, kw, 2, "return_indices", False):
+        raise Unsupported("return_indices=True")
+    return _adaptive(L, node, a[0], "max", False)
 
 
 def _clamp(L, x, lo, hi):
