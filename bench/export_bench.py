@@ -2,14 +2,16 @@
 f32 and bf16) with hloscope's run time of each export on the emulated
 device (`hloscope run`: the process's wall clock and the host time of its
 execute step) and PyTorch's eager forward of the same model for scale;
-then of a 32-layer decoder (tests/python/models.py: FxDecoder,
-which torch.fx traces symbolically, and the Llama-style decoder, which
-needs the concrete trace), beside torch.fx.symbolic_trace and
-torch.jit.trace of the same module in the same run, and hloscope's compile
-time of each export (`hloscope compile`, wall clock of the process).
+then issue 16's table: the export time of torchvision's resnet18 and
+vit_b_16 (1x3x224x224) and of a 32-layer decoder (tests/python/models.py:
+FxDecoder, which torch.fx traces symbolically, and the Llama-style
+decoder, which needs the concrete trace), beside torch.fx.symbolic_trace
+and torch.jit.trace of the same module in the same run, and hloscope's
+compile time of each export (`hloscope compile`, wall clock of the
+process).
 
 usage: /usr/bin/python3 bench/export_bench.py [build/hloscope] [--repeats N]
-       [--vision-only]
+       [--vision-only | --traces-only]
 """
 import argparse
 import warnings
@@ -100,34 +102,32 @@ def vision(a, tmp):
                   f"{fmt(ex):>10} {fmt(eager):>12}")
 
 
-def main():
-    warnings.simplefilter("ignore")  # jit.trace warns about the structure check
-    ap = argparse.ArgumentParser()
-    ap.add_argument("bin", nargs="?", default=os.path.join(HERE, "..",
-                                                           "build",
-                                                           "hloscope"))
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--vision-only", action="store_true")
-    a = ap.parse_args()
-    torch.manual_seed(0)
-    vision(a, tempfile.mkdtemp(prefix="hs-export-bench-"))
-    if a.vision_only:
-        return
-    x = torch.randn(1, 128, 256)
+def traces(a):
+    """Issue 16's table: hloscope.export beside torch.fx.symbolic_trace
+    and torch.jit.trace of the same module, and hloscope compile of the
+    export."""
+    import torchvision
+    image, seq = torch.randn(1, 3, 224, 224), torch.randn(1, 128, 256)
     cases = [
-        ("fx-decoder 32x256", models.FxDecoder(256, 8, 32), "unrolled"),
+        ("resnet18", torchvision.models.resnet18(weights=None), image,
+         "unrolled"),
+        ("vit_b_16", torchvision.models.vit_b_16(weights=None), image,
+         "unrolled"),
+        ("fx-decoder 32x256", models.FxDecoder(256, 8, 32), seq,
+         "unrolled"),
         ("fx-decoder 32x256 scan_layers",
-         models.FxDecoder(256, 8, 32, scan=True), "scan"),
-        ("llama 32x256", models.Llama(256, 8, 688, 32), "unrolled"),
+         models.FxDecoder(256, 8, 32, scan=True), seq, "scan"),
+        ("llama 32x256", models.Llama(256, 8, 688, 32), seq, "unrolled"),
         ("llama 32x256 scan_layers",
-         models.Llama(256, 8, 688, 32, scan=True), "scan"),
+         models.Llama(256, 8, 688, 32, scan=True), seq, "scan"),
     ]
-    print(f"input {list(x.shape)}, median (min) of {a.repeats} runs, "
-          f"torch {torch.__version__}, {os.cpu_count()} cpus")
+    print(f"inputs {list(image.shape)} and {list(seq.shape)}, median (min) "
+          f"of {a.repeats} runs, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} threads, {os.cpu_count()} cpus")
     print(f"{'model':32} {'hloscope.export':>22} {'fx.symbolic_trace':>22} "
           f"{'jit.trace':>22} {'hloscope compile':>18}  ops  trace")
     tmp = tempfile.mkdtemp(prefix="hs-export-bench-")
-    for name, m, loop in cases:
+    for name, m, x, loop in cases:
         m.eval()
         model, med, lo = timed(lambda: hloscope.export(m, x, loop=loop),
                                a.repeats)
@@ -148,6 +148,25 @@ def main():
             "symbolic"
         print(f"{name:32} {cols[0]:>22} {cols[1]:>22} {cols[2]:>22} "
               f"{fmt(comp):>18} {ops:5d}  {how}")
+
+
+def main():
+    warnings.simplefilter("ignore")  # jit.trace warns about the structure check
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bin", nargs="?", default=os.path.join(HERE, "..",
+                                                           "build",
+                                                           "hloscope"))
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--vision-only", action="store_true",
+                    help="only the vision table (export, run, eager)")
+    ap.add_argument("--traces-only", action="store_true",
+                    help="only the table of traces and compiles")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    if not a.traces_only:
+        vision(a, tempfile.mkdtemp(prefix="hs-export-bench-"))
+    if not a.vision_only:
+        traces(a)
 
 
 if __name__ == "__main__":
