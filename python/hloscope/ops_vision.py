@@ -83,20 +83,30 @@ def batch_norm_2d(L, node, m, x):
                         x.shape, x.dtype)
 
 
-def _window(L, node, x, reducer, kernel, stride, padding, dilation=1):
+def _reduce_window(L, x, reducer, sizes, strides, pads=None):
+    """reduce-window over the last len(sizes) axes of x, each padded by
+    pads on both sides (none by default); (value, attrs)."""
+    pads = list(pads or [0] * len(sizes))
+    lead = [1] * (len(x.shape) - len(sizes))
+    attrs = {"window_dimensions": lead + list(sizes),
+             "window_strides": lead + list(strides),
+             "padding_low": [0] * len(lead) + pads,
+             "padding_high": [0] * len(lead) + pads, "reducer": reducer}
+    shape = x.shape[:len(lead)] + tuple(
+        (n + 2 * p - k) // s + 1 for n, k, s, p in
+        zip(x.shape[len(lead):], sizes, strides, pads))
+    return L.block.emit("reduce-window", [x], attrs, shape, x.dtype), attrs
+
+
+def _window(L, x, reducer, kernel, stride, padding, dilation=1):
     x = L.tensor(x)
     _nchw(x)
-    kh, kw = _pair(kernel)
-    sh, sw = _pair(stride if stride not in (None, [], ()) else kernel)
-    ph, pw = _pair(padding)
     if _pair(dilation) != (1, 1):
         raise Unsupported("a dilated pooling window")
-    attrs = {"window_dimensions": [1, 1, kh, kw],
-             "window_strides": [1, 1, sh, sw],
-             "padding_low": [0, 0, ph, pw], "padding_high": [0, 0, ph, pw],
-             "reducer": reducer}
-    return L.block.emit("reduce-window", [x], attrs, L.out_shape(node),
-                        x.dtype), attrs
+    return _reduce_window(
+        L, x, reducer, _pair(kernel),
+        _pair(stride if stride not in (None, [], ()) else kernel),
+        _pair(padding))
 
 
 def _no_ceil(L, node, x, kernel, stride, padding, ceil_mode):
@@ -115,7 +125,7 @@ def _max_pool(L, node, x, kernel, stride, padding, dilation, ceil_mode,
     if return_indices:
         raise Unsupported("return_indices=True")
     _no_ceil(L, node, x, kernel, stride, padding, ceil_mode)
-    return _window(L, node, x, "max", kernel, stride, padding, dilation)[0]
+    return _window(L, x, "max", kernel, stride, padding, dilation)[0]
 
 
 @_module(torch.nn.MaxPool2d)
@@ -138,7 +148,7 @@ def _avg_pool(L, node, x, kernel, stride, padding, ceil_mode,
     if divisor:
         raise Unsupported("divisor_override")
     _no_ceil(L, node, x, kernel, stride, padding, ceil_mode)
-    total, attrs = _window(L, node, x, "add", kernel, stride, padding)
+    total, attrs = _window(L, x, "add", kernel, stride, padding)
     kh, kw = _pair(kernel)
     if count_include_pad or _pair(padding) == (0, 0):
         return L.block.binary("divide", total, float(kh * kw))
@@ -186,19 +196,6 @@ def _uniform(bins):
     return size, stride
 
 
-def _reduce_window(L, x, reducer, sizes, strides):
-    """reduce-window over the last len(sizes) axes of x, no padding."""
-    lead = [1] * (len(x.shape) - len(sizes))
-    attrs = {"window_dimensions": lead + list(sizes),
-             "window_strides": lead + list(strides),
-             "padding_low": [0] * len(x.shape),
-             "padding_high": [0] * len(x.shape), "reducer": reducer}
-    shape = x.shape[:len(lead)] + tuple(
-        (n - k) // s + 1 for n, k, s in
-        zip(x.shape[len(lead):], sizes, strides))
-    return L.block.emit("reduce-window", [x], attrs, shape, x.dtype)
-
-
 def _pool_bins(L, x, axis, bins, reducer, mean):
     """x pooled along one axis over bins that no single window covers:
     one slice per bin, reduced (a bin of one element is its slice), and
@@ -244,7 +241,7 @@ def _adaptive(L, node, x, reducer, mean):
     uniform = [_uniform(b) for b in bins]
     if all(uniform):
         (kh, sh), (kw, sw) = uniform
-        y = _reduce_window(L, x, reducer, (kh, kw), (sh, sw))
+        y = _reduce_window(L, x, reducer, (kh, kw), (sh, sw))[0]
         return blk.binary("divide", y, float(kh * kw)) if mean else y
     for axis, b, u in zip((r - 2, r - 1), bins, uniform):
         if u == (1, 1):
@@ -252,7 +249,7 @@ def _adaptive(L, node, x, reducer, mean):
         if u:
             sizes, strides = [1, 1], [1, 1]
             sizes[axis - r + 2], strides[axis - r + 2] = u
-            x = _reduce_window(L, x, reducer, sizes, strides)
+            x = _reduce_window(L, x, reducer, sizes, strides)[0]
             if mean:
                 x = blk.binary("divide", x, float(u[0]))
         else:
