@@ -89,6 +89,16 @@ def test_adaptive_pooling_matches_pytorch():
         check(lowered, f"{what}: lowered as {how}: {sorted(set(ops))}")
 
 
+def test_adaptive_pooling_bf16_matches_pytorch_bf16():
+    """The uneven cases exported with dtype="bf16" against PyTorch's own
+    bf16 forward, within export_test's bound (3e against PyTorch bf16, 2e
+    against f32, e PyTorch's bf16 error)."""
+    for what, pool, shape, how in POOLS:
+        if how == "bins":
+            h._vision_bf16(lambda: Pooled(pool),
+                           what.replace(" ", "_") + "_bf16", shape)
+
+
 def test_torchvision_adaptive_pooling_matches_pytorch():
     """torchvision's AlexNet features and avgpool (AdaptiveAvgPool2d((6,
     6))) on inputs whose feature map is 8x8 and 4x4 (300 and 160 pixels):
