@@ -750,65 +750,84 @@ static void place(composer *c)
     }
 }
 
+/* What box b (> 0) looks like: its id, label and tooltip (into the
+ * caller's buffers), style and colours, bb and label position. */
+static void box_look(const composer *c, int b, hs_svg_cluster *k, hs_buf *id,
+                     hs_buf *label, hs_buf *tooltip)
+{
+    const box *x = &c->boxes[b];
+    const hs_view *v = c->v;
+    if (x->cluster >= 0) {
+        const hs_vcluster *cl = &v->clusters[x->cluster];
+        hs__buf_puts(id, cl->id);
+        hs__dot_text(label, cl->comp->name, 64);
+        hs__buf_puts(label, "\\n");
+        hs__dot_cluster_role(label, cl);
+        hs__dot_text(tooltip, cl->comp->name, 200);
+        bool fusion = cl->caller->opcode == HS_OP_FUSION;
+        k->style = fusion ? "rounded,filled,bold" : "rounded";
+        k->fill = fusion ? "#f5f5f5" : NULL;
+        k->stroke = fusion ? "#c2c2c2" : "black";
+    } else if (x->part > 0) {
+        /* "part 2/5 of run.1/layer.5", id cluster_part:<parent>:<k> */
+        const box *p = &c->boxes[x->parent];
+        const char *whole = p->group >= 0 ? v->tree->groups[p->group].path
+                            : p->cluster >= 0 ? v->clusters[p->cluster].comp->name
+                                              : v->top->name;
+        hs__buf_puts(id, "cluster_part:");
+        hs__id_encode(id, whole);
+        hs__buf_printf(id, ":%d", x->part);
+        hs__buf_printf(label, "part %d/%d", x->part, x->n_parts);
+        hs__dot_text(tooltip, whole, 200);
+        hs__buf_printf(tooltip, ": items %d to %d of %d, cut where the fewest "
+                                "edges cross",
+                       x->first, x->last, x->whole);
+        k->style = "rounded,dotted";
+        k->fill = NULL;
+        k->stroke = "#90a4ae";
+    } else {
+        const hs_group *g = &v->tree->groups[x->group];
+        hs__buf_puts(id, "cluster_g:");
+        hs__id_encode(id, g->path);
+        hs__dot_text(label, g->label, 64);
+        hs__dot_text(tooltip, g->path, 200);
+        hs__buf_printf(tooltip, " (%lld instructions)", (long long)g->instructions);
+        k->style = "rounded,dashed";
+        k->fill = NULL;
+        k->stroke = "#546e7a";
+    }
+    k->id = id->data ? id->data : "";
+    k->label = label->data ? label->data : "";
+    k->tooltip = tooltip->data ? tooltip->data : "";
+    k->fontsize = BOX_FONT_SIZE;
+    k->x0 = x->ox - BOX_PAD;
+    k->y0 = x->oy - BOX_PAD;
+    k->x1 = k->x0 + x->w;
+    k->y1 = k->y0 + x->h;
+    k->lx = k->x0 + x->w / 2;
+    k->ly = k->y0 + x->h - BOX_PAD / 2 - x->label_lines * BOX_LABEL_LINE / 2;
+}
+
 static void write_box(composer *c, hs_buf *o, int b, int depth)
 {
     const box *x = &c->boxes[b];
     const hs_view *v = c->v;
     if (b > 0) {
-        double x0 = x->ox - BOX_PAD, y0 = x->oy - BOX_PAD;
-        hs__buf_puts(o, "subgraph \"");
-        if (x->cluster >= 0) {
-            const hs_vcluster *cl = &v->clusters[x->cluster];
-            hs__buf_printf(o, "%s\" {\n  id=\"%s\";\n  label=\"", cl->id, cl->id);
-            hs__dot_text(o, cl->comp->name, 64);
-            hs__buf_puts(o, "\\n");
-            hs__dot_cluster_role(o, cl);
-            hs__buf_puts(o, "\";\n  tooltip=\"");
-            hs__dot_text(o, cl->comp->name, 200);
-            if (cl->caller->opcode == HS_OP_FUSION)
-                hs__buf_puts(o, "\";\n  style=\"rounded,filled,bold\"; "
-                                "fillcolor=\"#f5f5f5\"; color=\"#c2c2c2\";\n");
-            else
-                hs__buf_puts(o, "\";\n  style=rounded; color=black;\n");
-        } else if (x->part > 0) {
-            /* "part 2/5 of run.1/layer.5", id cluster_part:<parent>:<k> */
-            const box *p = &c->boxes[x->parent];
-            const char *whole = p->group >= 0 ? v->tree->groups[p->group].path
-                                : p->cluster >= 0 ? v->clusters[p->cluster].comp->name
-                                                  : v->top->name;
-            hs_buf id = {0};
-            hs__buf_puts(&id, "cluster_part:");
-            hs__id_encode(&id, whole);
-            hs__buf_printf(&id, ":%d", x->part);
-            const char *ids = id.data ? id.data : "";
-            hs__buf_printf(o, "%s\" {\n  id=\"%s\";\n  label=\"part %d/%d\";\n"
-                              "  tooltip=\"", ids, ids, x->part, x->n_parts);
-            hs__buf_free(&id);
-            hs__dot_text(o, whole, 200);
-            hs__buf_printf(o, ": items %d to %d of %d, cut where the fewest "
-                              "edges cross\";\n  style=\"rounded,dotted\"; "
-                              "color=\"#90a4ae\";\n",
-                           x->first, x->last, x->whole);
-        } else {
-            const hs_group *g = &v->tree->groups[x->group];
-            hs_buf id = {0};
-            hs__buf_puts(&id, "cluster_g:");
-            hs__id_encode(&id, g->path);
-            const char *ids = id.data ? id.data : "";
-            hs__buf_printf(o, "%s\" {\n  id=\"%s\";\n  label=\"", ids, ids);
-            hs__buf_free(&id);
-            hs__dot_text(o, g->label, 64);
-            hs__buf_puts(o, "\";\n  tooltip=\"");
-            hs__dot_text(o, g->path, 200);
-            hs__buf_printf(o, " (%lld instructions)\";\n  style=\"rounded,dashed\"; "
-                              "color=\"#546e7a\";\n",
-                           (long long)g->instructions);
-        }
-        hs__buf_printf(o, "  fontsize=%d; bb=\"%.2f,%.2f,%.2f,%.2f\"; "
-                          "lp=\"%.2f,%.2f\";\n",
-                       BOX_FONT_SIZE, x0, y0, x0 + x->w, y0 + x->h,
-                       x0 + x->w / 2,
-                       y0 + x->h - BOX_PAD / 2 - x->label_lines * BOX_LABEL_LINE / 2);
+        hs_svg_cluster k;
+        hs_buf id = {0}, label = {0}, tooltip = {0};
+        box_look(c, b, &k, &id, &label, &tooltip);
+        hs__buf_printf(o, "subgraph \"%s\" {\n  id=\"%s\";\n  label=\"%s\";\n"
+                          "  tooltip=\"%s\";\n  style=\"%s\"; ",
+                       k.id, k.id, k.label, k.tooltip, k.style);
+        if (k.fill)
+            hs__buf_printf(o, "fillcolor=\"%s\"; ", k.fill);
+        hs__buf_printf(o, "color=\"%s\";\n  fontsize=%d; "
+                          "bb=\"%.2f,%.2f,%.2f,%.2f\"; lp=\"%.2f,%.2f\";\n",
+                       k.stroke, k.fontsize, k.x0, k.y0, k.x1, k.y1, k.lx, k.ly);
+        o->oom |= id.oom || label.oom || tooltip.oom;
+        hs__buf_free(&id);
+        hs__buf_free(&label);
+        hs__buf_free(&tooltip);
     }
     for (int k = 0; k < x->n_items; k++) {
         int it = x->items[k];
@@ -895,42 +914,67 @@ static void segment(const composer *c, const sub *s, seg_points *g)
     g->n = 7;
 }
 
+/* A view edge's drawing: a B-spline (x, y pairs), the arrow's tip when
+ * it has one, where its operand number goes. */
+typedef struct edge_path {
+    double *p;
+    int n, cap;
+    bool oom, has_end, have_lp;
+    double ex, ey;
+    double lp[2];
+} edge_path;
+
+static void path_add(edge_path *t, double x, double y)
+{
+    if (t->oom || !hs__grow_array((void **)&t->p, t->n, &t->cap, 2 * sizeof(double))) {
+        t->oom = true;
+        return;
+    }
+    t->p[2 * t->n] = x;
+    t->p[2 * t->n + 1] = y;
+    t->n++;
+}
+
 /* The spline of view edge e: its segments joined end to start by straight
  * pieces (a cubic whose control points are its two ends), an arrow inside
  * the path drawn as a line to its tip, the last one's arrow kept. */
-static void edge_pos(const composer *c, int e, hs_buf *pos, char *head_lp,
-                     size_t lp_size)
+static void edge_path_of(const composer *c, int e, edge_path *t)
 {
-    bool have = false, has_end = false;
-    double lx = 0, ly = 0, ex = 0, ey = 0;
-    hs_buf pts = {0};
+    bool has_end = false;
+    double ex = 0, ey = 0;
+    t->n = 0;
+    t->have_lp = false;
     for (int k = 0; k < c->seg_n[e]; k++) {
         seg_points g;
         segment(c, &c->subs[c->segs[c->seg_first[e] + k]], &g);
         if (g.n == 0)
             continue;
         if (has_end) { /* the previous segment's arrow: on to its tip */
-            hs__buf_printf(&pts, " %.2f,%.2f %.2f,%.2f %.2f,%.2f", lx, ly, ex,
-                           ey, ex, ey);
-            lx = ex, ly = ey;
+            double lx = t->p[2 * t->n - 2], ly = t->p[2 * t->n - 1];
+            path_add(t, lx, ly);
+            path_add(t, ex, ey);
+            path_add(t, ex, ey);
         }
         for (int j = 0; j < g.n; j++) {
             double px = g.piece ? g.ox + g.piece[2 * j] : g.p[2 * j];
             double py = g.piece ? g.oy + g.piece[2 * j + 1] : g.p[2 * j + 1];
-            if (j == 0 && have)
-                hs__buf_printf(&pts, " %.2f,%.2f %.2f,%.2f", lx, ly, px, py);
-            hs__buf_printf(&pts, " %.2f,%.2f", px, py);
-            have = true;
-            lx = px, ly = py;
+            if (j == 0 && t->n > 0) {
+                path_add(t, t->p[2 * t->n - 2], t->p[2 * t->n - 1]);
+                path_add(t, px, py);
+            }
+            path_add(t, px, py);
         }
         has_end = g.has_end;
         ex = g.ex;
         ey = g.ey;
     }
-    head_lp[0] = '\0';
-    if (have) {
+    t->has_end = has_end && t->n > 0;
+    t->ex = ex;
+    t->ey = ey;
+    if (t->n > 0 && !t->oom) {
         /* Graphviz's place for a head label: 20 points (labeldistance 2)
          * from the head, 25 degrees clockwise of the edge's last piece */
+        double lx = t->p[2 * t->n - 2], ly = t->p[2 * t->n - 1];
         double hx = has_end ? ex : lx, hy = has_end ? ey : ly;
         double dx = has_end ? lx - ex : -0.0, dy = has_end ? ly - ey : 1.0;
         double len = sqrt(dx * dx + dy * dy);
@@ -938,13 +982,164 @@ static void edge_pos(const composer *c, int e, hs_buf *pos, char *head_lp,
             dx = 0, dy = 1, len = 1;
         double ca = 0.9063, sa = -0.4226; /* cos, sin of -25 degrees */
         double ux = (dx * ca - dy * sa) / len, uy = (dx * sa + dy * ca) / len;
-        snprintf(head_lp, lp_size, "%.2f,%.2f", hx + 20 * ux, hy + 20 * uy);
+        t->lp[0] = hx + 20 * ux;
+        t->lp[1] = hy + 20 * uy;
+        t->have_lp = true;
     }
-    if (have && has_end)
-        hs__buf_printf(pos, "e,%.2f,%.2f", ex, ey);
-    if (have && pts.data)
-        hs__buf_puts(pos, has_end ? pts.data : pts.data + 1);
-    hs__buf_free(&pts);
+}
+
+/* The path as a DOT pos ("e,x,y x,y x,y ...") and head_lp. */
+static void edge_pos(const edge_path *t, hs_buf *pos, char *head_lp,
+                     size_t lp_size)
+{
+    head_lp[0] = '\0';
+    if (t->have_lp)
+        snprintf(head_lp, lp_size, "%.2f,%.2f", t->lp[0], t->lp[1]);
+    if (t->has_end)
+        hs__buf_printf(pos, "e,%.2f,%.2f ", t->ex, t->ey);
+    for (int k = 0; k < t->n; k++)
+        hs__buf_printf(pos, k ? " %.2f,%.2f" : "%.2f,%.2f", t->p[2 * k],
+                       t->p[2 * k + 1]);
+}
+
+/* ---- the drawing as SVG (svg.c) ------------------------------------------ */
+
+/* HS_COMPOSE_SVG=graphviz draws the pinned DOT with Graphviz's nop2 in a
+ * layout worker, as before svg.c (bench_layout_scale compares both in one
+ * run); anything else, or unset, writes the SVG here. */
+static bool own_svg(void)
+{
+    const char *e = getenv("HS_COMPOSE_SVG");
+    return !(e && strcmp(e, "graphviz") == 0);
+}
+
+/* The overlay legend's centre: above the drawing's top-left corner, under
+ * the title (hs__overlay_legend_size is the room kept for it). */
+static void legend_place(const composer *c, double *x, double *y)
+{
+    double w, h;
+    hs__overlay_legend_size(c->v, &w, &h);
+    *x = BOX_PAD + w / 2;
+    *y = c->boxes[0].oy + c->boxes[0].h + h / 2;
+}
+
+/* Node n's size as Graphviz draws it: the DOT's inches (3 decimals)
+ * rounded to whole points (its POINTS()). */
+static void node_size(const composer *c, int n, double *w, double *h)
+{
+    *w = round(round(c->node_w[n] / 72.0 * 1000) / 1000 * 72);
+    *h = round(round(c->node_h[n] / 72.0 * 1000) / 1000 * 72);
+}
+
+static void node_place(const composer *c, int n, double *x, double *y)
+{
+    const box *b = &c->boxes[c->node_box[n]];
+    *x = b->ox + b->piece->x[c->node_slot[n]];
+    *y = b->oy + b->piece->y[c->node_slot[n]];
+}
+
+/* What Graphviz's bounding box of the drawing holds: nodes (with their
+ * outer outlines), boxes, splines and arrows, operand numbers, the
+ * legend, then the title above them. */
+static void frame_of(const composer *c, hs_svg_frame *f, edge_path *t,
+                     const char *title)
+{
+    const hs_view *v = c->v;
+    *f = (hs_svg_frame){.empty = true};
+    for (int n = 0; n < v->n_nodes; n++) {
+        double x, y, w, h, m = hs__svg_node_margin(v, &v->nodes[n]);
+        node_place(c, n, &x, &y);
+        node_size(c, n, &w, &h);
+        hs__svg_frame_add(f, x - w / 2 - m, y - h / 2 - m, x + w / 2 + m,
+                          y + h / 2 + m);
+    }
+    for (int b = 1; b < c->n_boxes; b++) {
+        const box *x = &c->boxes[b];
+        hs__svg_frame_add(f, x->ox - BOX_PAD, x->oy - BOX_PAD,
+                          x->ox - BOX_PAD + x->w, x->oy - BOX_PAD + x->h);
+    }
+    for (int e = 0; e < v->n_edges; e++) {
+        edge_path_of(c, e, t);
+        for (int k = 0; k < t->n; k++)
+            hs__svg_frame_add(f, t->p[2 * k], t->p[2 * k + 1], t->p[2 * k],
+                              t->p[2 * k + 1]);
+        if (t->has_end)
+            hs__svg_frame_add(f, t->ex, t->ey, t->ex, t->ey);
+        if (t->have_lp && v->edges[e].kind != HS_VEDGE_CALL &&
+            v->edges[e].operand_index >= 0) /* a digit or two, 9 points */
+            hs__svg_frame_add(f, t->lp[0] - 5, t->lp[1] - 5, t->lp[0] + 5,
+                              t->lp[1] + 5);
+    }
+    if (v->overlay != HS_OVERLAY_NONE) {
+        /* the legend node: its table and Graphviz's 4-point margin */
+        hs_svg_legend l;
+        hs__overlay_legend_cells(v, &l);
+        legend_place(c, &l.cx, &l.cy);
+        hs__svg_frame_add(f, l.cx - l.w / 2 - 4, l.cy - l.h / 2 - 4,
+                          l.cx + l.w / 2 + 4, l.cy + l.h / 2 + 4);
+    }
+    if (f->empty)
+        hs__svg_frame_add(f, 0, 0, 0, 0);
+    hs__svg_frame_title(f, title);
+}
+
+/* Boxes from the outside in, so an inner box is painted over its parent. */
+static void svg_boxes(const composer *c, hs_buf *o, const hs_svg_frame *f, int b)
+{
+    const box *x = &c->boxes[b];
+    if (b > 0) {
+        hs_svg_cluster k;
+        hs_buf id = {0}, label = {0}, tooltip = {0};
+        box_look(c, b, &k, &id, &label, &tooltip);
+        hs__svg_cluster(o, f, &k);
+        o->oom |= id.oom || label.oom || tooltip.oom;
+        hs__buf_free(&id);
+        hs__buf_free(&label);
+        hs__buf_free(&tooltip);
+    }
+    for (int k = 0; k < x->n_items; k++)
+        if (x->items[k] < 0)
+            svg_boxes(c, o, f, -1 - x->items[k]);
+}
+
+static hs_status draw_svg(composer *c, char **out, size_t *out_len)
+{
+    const hs_view *v = c->v;
+    hs_buf o = {0}, title = {0}, scratch = {0};
+    edge_path t = {0};
+    hs__graph_label(&title, v);
+    const char *tt = title.data ? title.data : "";
+    hs_svg_frame f;
+    frame_of(c, &f, &t, tt);
+    hs__svg_begin(&o, &f, tt);
+    svg_boxes(c, &o, &f, 0);
+    for (int n = 0; n < v->n_nodes; n++) {
+        double x, y, w, h;
+        node_place(c, n, &x, &y);
+        node_size(c, n, &w, &h);
+        hs__svg_node(&o, &f, v, &v->nodes[n], x, y, w, h, &scratch);
+    }
+    if (v->overlay != HS_OVERLAY_NONE) {
+        hs_svg_legend l;
+        hs__overlay_legend_cells(v, &l);
+        legend_place(c, &l.cx, &l.cy);
+        hs__svg_legend(&o, &f, &l);
+    }
+    for (int e = 0; e < v->n_edges; e++) {
+        edge_path_of(c, e, &t);
+        hs__svg_edge(&o, &f, v, &v->edges[e], t.p, t.n, t.has_end, t.ex, t.ey,
+                     t.have_lp ? t.lp : NULL, &scratch);
+    }
+    hs__svg_end(&o);
+    bool oom = t.oom || title.oom || scratch.oom;
+    free(t.p);
+    hs__buf_free(&title);
+    hs__buf_free(&scratch);
+    if (oom) {
+        hs__buf_free(&o);
+        return nomem(c);
+    }
+    return hs__buf_finish(&o, out, out_len, "rendering", c->err);
 }
 
 static hs_status compose(composer *c, const char *format, char **out,
@@ -1004,30 +1199,33 @@ static hs_status compose(composer *c, const char *format, char **out,
     if (lst != HS_OK)
         return lst;
     place(c);
+    if (strcmp(format, "svg") == 0 && own_svg())
+        return draw_svg(c, out, out_len);
     hs_buf o = {0};
     hs__dot_header(&o, v, "");
     write_box(c, &o, 0, 0);
     if (v->overlay != HS_OVERLAY_NONE) {
-        /* the legend above the drawing's top-left corner, under the title */
-        double lw, lh;
-        hs__overlay_legend_size(v, &lw, &lh);
+        double lx, ly;
+        legend_place(c, &lx, &ly);
         char extra[96];
-        snprintf(extra, sizeof extra, ", pos=\"%.2f,%.2f\"", BOX_PAD + lw / 2,
-                 c->boxes[0].oy + c->boxes[0].h + lh / 2);
+        snprintf(extra, sizeof extra, ", pos=\"%.2f,%.2f\"", lx, ly);
         hs__overlay_legend(&o, v, extra);
     }
     hs_buf pos = {0};
+    edge_path t = {0};
     for (int e = 0; e < v->n_edges; e++) {
         pos.len = 0;
         if (pos.data)
             pos.data[0] = '\0';
         char head_lp[64];
-        edge_pos(c, e, &pos, head_lp, sizeof head_lp);
+        edge_path_of(c, e, &t);
+        edge_pos(&t, &pos, head_lp, sizeof head_lp);
         hs__dot_edge(&o, v, &v->edges[e], pos.data && pos.data[0] ? pos.data : NULL,
                      head_lp[0] ? head_lp : NULL);
     }
     hs__buf_puts(&o, "}\n");
-    oom = pos.oom;
+    oom = pos.oom || t.oom;
+    free(t.p);
     hs__buf_free(&pos);
     if (oom) {
         hs__buf_free(&o);

@@ -17,13 +17,24 @@ static bool in_host_memory(const hs_shape *s)
     return s->memory_space == HS_MEMSPACE_HOST;
 }
 
-void hs__dot_node(hs_buf *b, const hs_view *v, const hs_vnode *n, int depth,
-                  const char *extra)
+hs_node_look hs__node_look(const hs_view *v, const hs_vnode *n)
 {
     const hs_instruction *i = n->instr;
     hs_rcat cat = i ? hs__render_category(i) : HS_RCAT_LAYER;
-    hs_node_style st = hs__node_style(cat, i);
-    hs__overlay_style(v, n, &st);
+    hs_node_look look = {.colours = hs__node_style(cat, i),
+                         .shape = !i ? HS_SHAPE_BOX3D
+                                  : i->opcode == HS_OP_WHILE ? HS_SHAPE_ELLIPSE
+                                                             : HS_SHAPE_RECT,
+                         .peripheries = i && in_host_memory(&i->shape) ? 2 : 1,
+                         .penwidth = n->is_root ? 3 : 1};
+    hs__overlay_style(v, n, &look.colours);
+    return look;
+}
+
+void hs__dot_node(hs_buf *b, const hs_view *v, const hs_vnode *n, int depth,
+                  const char *extra)
+{
+    hs_node_look look = hs__node_look(v, n);
     for (int k = 0; k < depth; k++)
         hs__buf_puts(b, "  ");
     hs__buf_printf(b, "\"%s\" [id=\"%s\", label=\"", n->id, n->id);
@@ -31,14 +42,14 @@ void hs__dot_node(hs_buf *b, const hs_view *v, const hs_vnode *n, int depth,
     hs__buf_puts(b, "\", tooltip=\"");
     hs__node_tooltip(b, v, n);
     hs__buf_printf(b, "\", fillcolor=\"%s\", color=\"%s\", fontcolor=\"%s\"",
-                    st.fill, st.stroke, st.font);
-    if (!i)
+                    look.colours.fill, look.colours.stroke, look.colours.font);
+    if (look.shape == HS_SHAPE_BOX3D)
         hs__buf_puts(b, ", shape=box3d");
-    else if (i->opcode == HS_OP_WHILE)
+    else if (look.shape == HS_SHAPE_ELLIPSE)
         hs__buf_puts(b, ", shape=ellipse");
-    if (i && in_host_memory(&i->shape))
+    if (look.peripheries == 2)
         hs__buf_puts(b, ", peripheries=2");
-    if (n->is_root)
+    if (look.penwidth != 1)
         hs__buf_puts(b, ", penwidth=3");
     if (extra)
         hs__buf_puts(b, extra);
@@ -107,12 +118,33 @@ static void write_cluster(hs_buf *b, const hs_view *v, int ci, int depth)
 
 /* A bundle's pen: 1 for one operand, growing with the log of the count
  * (2 operands 1.5, 8 operands 2.5, 64 and more 4). */
-static double edge_width(int operands)
+double hs__edge_width(const hs_vedge *e)
 {
     double w = 1.0;
-    for (int n = operands; n > 1 && w < 4.0; n >>= 1)
+    if (e->kind == HS_VEDGE_CALL || e->operand_index >= 0)
+        return w;
+    for (int n = e->operands; n > 1 && w < 4.0; n >>= 1)
         w += 0.5;
     return w;
+}
+
+void hs__edge_id(hs_buf *b, const hs_view *v, const hs_vedge *e)
+{
+    hs__buf_printf(b, "e:%s:%s", v->nodes[e->from].id, v->nodes[e->to].id);
+    if (e->kind == HS_VEDGE_CALL)
+        hs__buf_printf(b, ":call:%s", v->clusters[e->ltail].id);
+    else if (e->operand_index >= 0)
+        hs__buf_printf(b, ":%d", e->operand_index);
+}
+
+void hs__edge_tooltip(hs_buf *b, const hs_view *v, const hs_vedge *e)
+{
+    const hs_vcluster *c = &v->clusters[e->ltail];
+    hs__dot_text(b, c->comp->name, 64);
+    hs__buf_puts(b, " -> ");
+    hs__dot_text(b, v->nodes[e->to].instr ? v->nodes[e->to].instr->name
+                                          : v->nodes[e->to].layer,
+                 64);
 }
 
 void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
@@ -122,29 +154,26 @@ void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
     hs__buf_printf(b, "  \"%s\" -> \"%s\" [", from, to);
     if (pos)
         hs__buf_printf(b, "pos=\"%s\", ", pos);
-    hs__buf_printf(b, "id=\"e:%s:%s", from, to);
+    hs__buf_puts(b, "id=\"");
+    hs__edge_id(b, v, e);
     if (e->kind == HS_VEDGE_CALL) {
         const hs_vcluster *c = &v->clusters[e->ltail];
-        hs__buf_printf(b, ":call:%s\", ", c->id);
+        hs__buf_puts(b, "\", ");
         if (!pos) /* a composed drawing routes it through the border itself */
             hs__buf_printf(b, "ltail=\"%s\", ", c->id);
         hs__buf_puts(b, "style=dashed, tooltip=\"");
-        hs__dot_text(b, c->comp->name, 64);
-        hs__buf_puts(b, " -> ");
-        hs__dot_text(b, v->nodes[e->to].instr ? v->nodes[e->to].instr->name
-                                              : v->nodes[e->to].layer,
-                     64);
+        hs__edge_tooltip(b, v, e);
         hs__buf_puts(b, "\"];\n");
     } else if (e->operand_index >= 0) {
-        hs__buf_printf(b, ":%d\", headlabel=\"%d\", labeldistance=2",
-                        e->operand_index, e->operand_index);
+        hs__buf_printf(b, "\", headlabel=\"%d\", labeldistance=2",
+                        e->operand_index);
         if (head_lp) /* placed: Graphviz's own placement of many head
                         labels on pinned edges is quadratic */
             hs__buf_printf(b, ", head_lp=\"%s\"", head_lp);
         hs__buf_puts(b, "];\n");
     } else if (e->operands > 1) {
         /* a bundle: a closed group into several operands of one user */
-        hs__buf_printf(b, "\", penwidth=%.1f];\n", edge_width(e->operands));
+        hs__buf_printf(b, "\", penwidth=%.1f];\n", hs__edge_width(e));
     } else {
         hs__buf_puts(b, "\"];\n");
     }
@@ -155,16 +184,21 @@ static void write_edge(hs_buf *b, const hs_view *v, const hs_vedge *e)
     hs__dot_edge(b, v, e, NULL, NULL);
 }
 
-void hs__dot_header(hs_buf *b, const hs_view *v, const char *graph_attrs)
+void hs__graph_label(hs_buf *b, const hs_view *v)
 {
-    hs__buf_printf(b, "digraph G {\n  graph [rankdir=TB, %slabelloc=t, "
-                      "fontname=\"Helvetica\", tooltip=\" \", label=\"",
-                   graph_attrs);
     hs__dot_text(b, v->title, 120);
     if (v->top != v->module->entry) {
         hs__buf_puts(b, "\\ncomputation ");
         hs__dot_text(b, v->top->name, 120);
     }
+}
+
+void hs__dot_header(hs_buf *b, const hs_view *v, const char *graph_attrs)
+{
+    hs__buf_printf(b, "digraph G {\n  graph [rankdir=TB, %slabelloc=t, "
+                      "fontname=\"Helvetica\", tooltip=\" \", label=\"",
+                   graph_attrs);
+    hs__graph_label(b, v);
     hs__buf_puts(b, "\"];\n  node [shape=rect, style=filled, "
                     "fontname=\"Helvetica\", fontsize=10];\n"
                     "  edge [fontname=\"Helvetica\", fontsize=9];\n");

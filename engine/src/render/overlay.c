@@ -281,3 +281,33 @@ void hs__overlay_legend(hs_buf *b, const hs_view *v, const char *extra)
         hs__buf_puts(b, extra);
     hs__buf_puts(b, "];\n");
 }
+
+void hs__overlay_legend_cells(const hs_view *v, hs_svg_legend *l)
+{
+    static const char *const names[3] = {"device", "host S(5)", "both"};
+    snprintf(l->tip_buf, sizeof l->tip_buf, "colour by %s",
+             hs_render_overlay_name(v->overlay));
+    l->tooltip = l->tip_buf;
+    l->title = legend_title(v->overlay);
+    l->lo = l->hi = l->note = NULL;
+    /* the cells' width, or the title's (about 5 points a character at 10
+     * points), and four rows */
+    double title_w = 5.0 * (double)strlen(l->title) + 8;
+    l->w = title_w > LEGEND_W ? title_w + 2 : LEGEND_W + 2;
+    l->h = 4 * HS_LEGEND_ROW + 2;
+    if (v->overlay == HS_OVERLAY_MEMORY_SPACE) {
+        l->n_cells = 3;
+        for (int k = 0; k < 3; k++)
+            l->cells[k] = (hs_svg_legend_cell){space_styles[k].fill,
+                                               space_styles[k].font, names[k]};
+        return;
+    }
+    l->n_cells = STEPS;
+    for (int k = 0; k < STEPS; k++)
+        l->cells[k] = (hs_svg_legend_cell){steps[k], NULL, NULL};
+    legend_value(l->lo_buf, sizeof l->lo_buf, v->overlay, v->scale_lo);
+    legend_value(l->hi_buf, sizeof l->hi_buf, v->overlay, v->scale_hi);
+    l->lo = v->scale_hi > 0 ? l->lo_buf : "-";
+    l->hi = v->scale_hi > 0 ? l->hi_buf : "-";
+    l->note = "white: 0 or not charged";
+}

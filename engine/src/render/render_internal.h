@@ -226,6 +226,82 @@ void hs__dot_edge(hs_buf *b, const hs_view *v, const hs_vedge *e,
                   const char *pos, const char *head_lp);
 /* "body of while.3", "fused expression for fusion.2", ... */
 void hs__dot_cluster_role(hs_buf *b, const hs_vcluster *c);
+/* How a node is drawn, for the DOT and the SVG writer alike: its colours
+ * (overlay included), outline, a second outline for host memory, a thick
+ * pen for the root. */
+typedef enum hs_node_shape { HS_SHAPE_RECT, HS_SHAPE_ELLIPSE, HS_SHAPE_BOX3D } hs_node_shape;
+typedef struct hs_node_look {
+    hs_node_style colours;
+    hs_node_shape shape;
+    int peripheries;
+    double penwidth;
+} hs_node_look;
+hs_node_look hs__node_look(const hs_view *v, const hs_vnode *n);
+/* An edge's id "e:<from>:<to>[:<operand>|:call:<cluster>]", its pen (a
+ * bundle of operands is thicker) and, for a call edge, its tooltip
+ * (escaped for a DOT string). */
+void hs__edge_id(hs_buf *b, const hs_view *v, const hs_vedge *e);
+double hs__edge_width(const hs_vedge *e);
+void hs__edge_tooltip(hs_buf *b, const hs_view *v, const hs_vedge *e);
+/* The graph's title (escaped for a DOT string, lines joined by "\\n"). */
+void hs__graph_label(hs_buf *b, const hs_view *v);
+
+/* ---- SVG of a composed drawing (svg.c) --------------------------------- */
+
+/* The drawing's extent in layout points (y up); the SVG is translated so
+ * that (llx, lly) is its lower-left corner, as Graphviz's is. */
+typedef struct hs_svg_frame {
+    bool empty; /* nothing added yet */
+    double llx, lly, urx, ury;
+    double title_y; /* the title's centre, set by hs__svg_frame_title */
+} hs_svg_frame;
+void hs__svg_frame_add(hs_svg_frame *f, double x0, double y0, double x1,
+                       double y1);
+/* Room for the title (DOT-escaped, as hs__graph_label writes it) above. */
+void hs__svg_frame_title(hs_svg_frame *f, const char *title);
+
+/* A box: label and tooltip DOT-escaped, style as in DOT ("rounded,dashed"). */
+typedef struct hs_svg_cluster {
+    const char *id, *label, *tooltip, *style, *fill, *stroke;
+    double x0, y0, x1, y1; /* its bb */
+    double lx, ly;         /* its label's centre */
+    int fontsize;
+} hs_svg_cluster;
+
+typedef struct hs_svg_legend_cell {
+    const char *fill, *font, *text; /* text may be NULL */
+} hs_svg_legend_cell;
+/* The legend's rows are this many points high, inside a 1-point border. */
+#define HS_LEGEND_ROW 17.0
+typedef struct hs_svg_legend {
+    const char *tooltip, *title, *lo, *hi, *note;
+    int n_cells;
+    hs_svg_legend_cell cells[16];
+    double cx, cy; /* its centre, set by the caller */
+    double w, h;   /* the table's size */
+    char lo_buf[48], hi_buf[48], tip_buf[64];
+} hs_svg_legend;
+/* The overlay legend's texts, colours and table size (overlay.c); v has
+ * an overlay. */
+void hs__overlay_legend_cells(const hs_view *v, hs_svg_legend *l);
+
+void hs__svg_begin(hs_buf *b, const hs_svg_frame *f, const char *title);
+void hs__svg_end(hs_buf *b);
+void hs__svg_cluster(hs_buf *b, const hs_svg_frame *f, const hs_svg_cluster *c);
+/* Node n centred at (cx, cy), w x h points; scratch is the caller's buffer
+ * for its texts. */
+void hs__svg_node(hs_buf *b, const hs_svg_frame *f, const hs_view *v,
+                  const hs_vnode *n, double cx, double cy, double w, double h,
+                  hs_buf *scratch);
+/* How far a node's drawing reaches past its box (its second outline). */
+double hs__svg_node_margin(const hs_view *v, const hs_vnode *n);
+/* Edge e along the B-spline pts (n points, x y pairs), then an arrow to
+ * (ex, ey) when has_end; head_lp (NULL: none) is where its operand number
+ * goes. */
+void hs__svg_edge(hs_buf *b, const hs_svg_frame *f, const hs_view *v,
+                  const hs_vedge *e, const double *pts, int n, bool has_end,
+                  double ex, double ey, const double *head_lp, hs_buf *scratch);
+void hs__svg_legend(hs_buf *b, const hs_svg_frame *f, const hs_svg_legend *l);
 
 /* ---- pinned drawings (pinned.c) ---------------------------------------- */
 
