@@ -87,6 +87,48 @@ static int count_lines(const char *s)
 static double sx(const hs_svg_frame *f, double x) { return x - f->llx; }
 static double sy(const hs_svg_frame *f, double y) { return -(y - f->lly); }
 
+/* x to two decimals, trailing zeros dropped ("-130.5", "36"), as Graphviz
+ * prints coordinates; by hand, since printf's %f was a fifth of a warm
+ * view's time. */
+static void num(hs_buf *b, double x)
+{
+    if (!(fabs(x) < 1e15)) {
+        hs__buf_printf(b, "%.2f", isfinite(x) ? x : 0.0);
+        return;
+    }
+    long long v = llround(x * 100);
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    char s[32], *p = s + sizeof s;
+    unsigned frac = (unsigned)(u % 100);
+    u /= 100;
+    if (frac % 10)
+        *--p = (char)('0' + frac % 10);
+    if (frac)
+        *--p = (char)('0' + frac / 10), *--p = '.';
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        *--p = '-';
+    hs__buf_put(b, p, (size_t)(s + sizeof s - p));
+}
+
+/* "x,y" of a layout point, in the SVG's frame. */
+static void point(hs_buf *b, const hs_svg_frame *f, double x, double y)
+{
+    num(b, sx(f, x));
+    hs__buf_putc(b, ',');
+    num(b, sy(f, y));
+}
+
+/* attr="x" */
+static void attr_num(hs_buf *b, const char *attr, double x)
+{
+    hs__buf_printf(b, " %s=\"", attr);
+    num(b, x);
+    hs__buf_putc(b, '"');
+}
+
 /* Lines of text centred on (x, y), y up, as Graphviz places a label. */
 static void text_block(hs_buf *b, const hs_svg_frame *f, const char *label,
                        double x, double y, double size, const char *colour)
@@ -96,9 +138,10 @@ static void text_block(hs_buf *b, const hs_svg_frame *f, const char *label,
     double top = sy(f, y) - n * lh / 2; /* svg y grows down */
     const char *s = label ? label : "";
     for (int k = 0; k < n && s; k++) {
-        hs__buf_printf(b, "<text text-anchor=\"middle\" x=\"%.2f\" y=\"%.2f\" "
-                          "font-family=\"" FONT "\" font-size=\"%.2f\"",
-                       sx(f, x), top + k * lh + BASELINE * size, size);
+        hs__buf_puts(b, "<text text-anchor=\"middle\"");
+        attr_num(b, "x", sx(f, x));
+        attr_num(b, "y", top + k * lh + BASELINE * size);
+        hs__buf_printf(b, " font-family=\"" FONT "\" font-size=\"%.2f\"", size);
         if (colour && strcmp(colour, "black") != 0)
             hs__buf_printf(b, " fill=\"%s\"", colour);
         hs__buf_putc(b, '>');
@@ -221,10 +264,14 @@ static void rect(hs_buf *b, const hs_svg_frame *f, const char *fill,
 {
     hs__buf_printf(b, "<polygon fill=\"%s\" stroke=\"%s\"", fill, stroke);
     pen(b, width, NULL);
-    double l = sx(f, x0), r = sx(f, x1), t = sy(f, y1), d = sy(f, y0);
-    hs__buf_printf(b, " points=\"%.2f,%.2f %.2f,%.2f %.2f,%.2f %.2f,%.2f "
-                      "%.2f,%.2f\"/>\n",
-                   r, t, l, t, l, d, r, d, r, t);
+    hs__buf_puts(b, " points=\"");
+    const double corner[5][2] = {{x1, y1}, {x0, y1}, {x0, y0}, {x1, y0}, {x1, y1}};
+    for (int k = 0; k < 5; k++) {
+        if (k)
+            hs__buf_putc(b, ' ');
+        point(b, f, corner[k][0], corner[k][1]);
+    }
+    hs__buf_puts(b, "\"/>\n");
 }
 
 void hs__svg_cluster(hs_buf *b, const hs_svg_frame *f, const hs_svg_cluster *c)
@@ -276,9 +323,11 @@ void hs__svg_node(hs_buf *b, const hs_svg_frame *f, const hs_view *v,
             hs__buf_printf(b, "<ellipse fill=\"%s\" stroke=\"%s\"",
                            k == 0 ? fill : "none", stroke);
             pen(b, look.penwidth, NULL);
-            hs__buf_printf(b, " cx=\"%.2f\" cy=\"%.2f\" rx=\"%.2f\" ry=\"%.2f\"/>\n",
-                           sx(f, cx), sy(f, cy), w / 2 + k * PERIPHERY_GAP,
-                           h / 2 + k * PERIPHERY_GAP);
+            attr_num(b, "cx", sx(f, cx));
+            attr_num(b, "cy", sy(f, cy));
+            attr_num(b, "rx", w / 2 + k * PERIPHERY_GAP);
+            attr_num(b, "ry", h / 2 + k * PERIPHERY_GAP);
+            hs__buf_puts(b, "/>\n");
         }
     } else if (look.shape == HS_SHAPE_BOX3D) {
         /* a box with its back 4 points up and right, as Graphviz's box3d */
@@ -338,10 +387,12 @@ void hs__svg_edge(hs_buf *b, const hs_svg_frame *f, const hs_view *v,
     if (n > 0) {
         hs__buf_puts(b, "<path fill=\"none\" stroke=\"black\"");
         pen(b, width, call ? "5,2" : NULL);
-        hs__buf_printf(b, " d=\"M%.2f,%.2f", sx(f, pts[0]), sy(f, pts[1]));
-        for (int k = 1; k < n; k++)
-            hs__buf_printf(b, "%s%.2f,%.2f", k == 1 ? "C" : " ",
-                           sx(f, pts[2 * k]), sy(f, pts[2 * k + 1]));
+        hs__buf_puts(b, " d=\"M");
+        for (int k = 0; k < n; k++) {
+            if (k)
+                hs__buf_putc(b, k == 1 ? 'C' : ' ');
+            point(b, f, pts[2 * k], pts[2 * k + 1]);
+        }
         hs__buf_puts(b, "\"/>\n");
     }
     if (n > 0 && has_end) {
@@ -355,9 +406,15 @@ void hs__svg_edge(hs_buf *b, const hs_svg_frame *f, const hs_view *v,
         double wx = -uy * ARROW_HALF, wy = ux * ARROW_HALF;
         hs__buf_puts(b, "<polygon fill=\"black\" stroke=\"black\"");
         pen(b, width, NULL);
-        hs__buf_printf(b, " points=\"%.2f,%.2f %.2f,%.2f %.2f,%.2f %.2f,%.2f\"/>\n",
-                       sx(f, bx + wx), sy(f, by + wy), sx(f, ex), sy(f, ey),
-                       sx(f, bx - wx), sy(f, by - wy), sx(f, bx + wx), sy(f, by + wy));
+        const double head[4][2] = {{bx + wx, by + wy}, {ex, ey}, {bx - wx, by - wy},
+                                   {bx + wx, by + wy}};
+        hs__buf_puts(b, " points=\"");
+        for (int k = 0; k < 4; k++) {
+            if (k)
+                hs__buf_putc(b, ' ');
+            point(b, f, head[k][0], head[k][1]);
+        }
+        hs__buf_puts(b, "\"/>\n");
     }
     if (!call && e->operand_index >= 0 && head_lp) {
         char num[16];
@@ -371,9 +428,10 @@ void hs__svg_edge(hs_buf *b, const hs_svg_frame *f, const hs_view *v,
 static void text_at(hs_buf *b, const hs_svg_frame *f, const char *text,
                     const char *anchor, double x, double y, const char *colour)
 {
-    hs__buf_printf(b, "<text text-anchor=\"%s\" x=\"%.2f\" y=\"%.2f\" "
-                      "font-family=\"" FONT "\" font-size=\"10.00\"",
-                   anchor, sx(f, x), sy(f, y));
+    hs__buf_printf(b, "<text text-anchor=\"%s\"", anchor);
+    attr_num(b, "x", sx(f, x));
+    attr_num(b, "y", sy(f, y));
+    hs__buf_puts(b, " font-family=\"" FONT "\" font-size=\"10.00\"");
     if (colour && strcmp(colour, "black") != 0)
         hs__buf_printf(b, " fill=\"%s\"", colour);
     hs__buf_putc(b, '>');
