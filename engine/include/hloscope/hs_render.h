@@ -193,8 +193,10 @@ hs_status hs_render_graph_json(const hs_module *m, const hs_render_options *o,
  * box's margin inside it. Pieces are cached process-wide by that canonical DOT, so
  * identical layers are laid out once and a view that expands one more
  * layer lays out that layer's box (and the boxes above it) only. The pieces
- * are then placed and drawn with HS_RENDER_ENGINE_PINNED; format is "svg"
- * (or another hs_render_layout format), or "dot" for the placed, pinned
+ * are then placed and drawn: "svg" is written in the process (Graphviz's
+ * SVG structure; HS_COMPOSE_SVG=graphviz draws it with
+ * HS_RENDER_ENGINE_PINNED instead), another hs_render_layout format is
+ * drawn with HS_RENDER_ENGINE_PINNED, "dot" gives the placed, pinned
  * DOT itself without drawing it. Node and edge ids are those of
  * hs_render_graph_dot; a box is a cluster "cluster_g:<group path>" or, for
  * a called computation, "cluster_<name>". timeout_ms (<= 0: the default)

@@ -18,8 +18,9 @@
  * DOT, and compose_cache.c keeps layouts by it: a layer is laid out once,
  * and expanding one more layer lays out that layer and the (small) boxes
  * above it. The boxes are then placed from the top down and the whole
- * drawing is written as pinned DOT (positions and splines given) for
- * HS_RENDER_ENGINE_PINNED, which only draws. */
+ * drawing is written as SVG here (svg.c), or as pinned DOT (positions and
+ * splines given) for HS_RENDER_ENGINE_PINNED, which only draws, for other
+ * formats and with HS_COMPOSE_SVG=graphviz. */
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
