@@ -7,12 +7,13 @@
 #                            explorer needs (the Dockerfile's build stage)
 set -euo pipefail
 set_name=${1:-all}
-# Building: the C toolchain and libraries (cmocka too: CMake requires it), and
+# Building: the C toolchain and libraries (cmocka and libxml2 too: CMake
+# requires them for the unit tests; unit.render_svg parses SVG with libxml2), and
 # Node.js + npm for the explorer (web/; its package.json pins build tools that
 # run on Debian 12's nodejs 18 and npm 9).
 BUILD=(build-essential cmake pkg-config ca-certificates
        libjansson-dev libmicrohttpd-dev libopenblas-dev libxxhash-dev
-       libcmocka-dev libgraphviz-dev libsqlite3-dev)
+       libcmocka-dev libgraphviz-dev libsqlite3-dev libxml2-dev)
 # Tests and benchmarks: graphviz's tools, Debian's python3 (/usr/bin/python3,
 # which the tests call by that path) with numpy, torch and torchvision (real
 # models built with random weights, nothing downloaded) for the reference

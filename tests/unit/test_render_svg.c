@@ -26,7 +26,6 @@
 #include "hloscope/hs_render.h"
 #include "hlo_test_helpers.h"
 
-#ifdef HS_HAVE_LIBXML2
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 #include <libxml/xpath.h>
@@ -439,16 +438,3 @@ int main(void)
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }
-#else
-static void no_libxml2(void **state)
-{
-    (void)state;
-    skip();
-}
-
-int main(void)
-{
-    const struct CMUnitTest tests[] = {cmocka_unit_test(no_libxml2)};
-    return cmocka_run_group_tests(tests, NULL, NULL);
-}
-#endif
