@@ -9,7 +9,9 @@
 # ../shared (the real dumps some tests read) is mounted read-only beside
 # the copy, as on a developer's machine. Behind a TLS-intercepting proxy
 # the host's CA bundle is handed to npm (NODE_EXTRA_CA_CERTS), as a user
-# there would have configured it. Needs root, podman, buildah; state under
+# there would have configured it. The container may mount (SYS_ADMIN), as
+# root on a fresh machine may: api.edge.full_disk_is_507_and_reads_go_on
+# fills a private tmpfs. Needs root, podman, buildah; state under
 # $HS_DOCKER_WORK like scripts/docker-check.sh (whose base image it shares).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +36,7 @@ done
 log "HEAD $(git -C "$REPO" rev-parse --short HEAD) in $BASE: bash scripts/test.sh (log: $WORK/fresh-$release.log)"
 t0=$(date +%s)
 set +e
-pm run --rm --network host --shm-size 1g "${RUN_LIMITS[@]}" "${mounts[@]}" "$BASE" bash -c '
+pm run --rm --network host --shm-size 1g --cap-add SYS_ADMIN "${RUN_LIMITS[@]}" "${mounts[@]}" "$BASE" bash -c '
   echo "before: node $(command -v node || echo none), python3 $(command -v python3 || echo none), cc $(command -v cc || echo none)"
   cd /w/main && bash scripts/test.sh; rc=$?
   echo "after: node $(node --version) at $(command -v node), npm $(npm --version), $(/usr/bin/python3 --version), torch $(/usr/bin/python3 -c "import torch; print(torch.__version__)")"
