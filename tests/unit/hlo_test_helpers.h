@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "hloscope/hs_device.h"
+#include "hloscope/hs_file.h"
 #include "hloscope/hs_hlo_text.h"
 #include "hloscope/hs_model.h"
 #include "hloscope/hs_program.h"
@@ -24,6 +25,31 @@ static inline hs_module *parse(const char *text)
     if (!m)
         fail_msg("parse: %s (line %d, column %d)\n%s", err.message, err.line,
                  err.column, text);
+    return m;
+}
+
+/* A file's text (free it), failing the test with the reader's message. */
+static inline char *read_text_file(const char *path)
+{
+    size_t len;
+    hs_error err;
+    char *text = hs_read_file(path, &len, &err);
+    if (!text)
+        fail_msg("%s: %s", path, err.message);
+    return text;
+}
+
+/* An HLO file parsed, failing the test with the parser's message (where in
+ * the file, not the whole text: it may be Mixtral's 3.9 MB). */
+static inline hs_module *parse_hlo_file(const char *path)
+{
+    char *text = read_text_file(path);
+    hs_error err;
+    hs_error_clear(&err);
+    hs_module *m = hs_hlo_parse(text, strlen(text), &err);
+    free(text);
+    if (!m)
+        fail_msg("%s:%d:%d: %s", path, err.line, err.column, err.message);
     return m;
 }
 

@@ -27,24 +27,6 @@
 #define MIXTRAL HS_SOURCE_DIR "/../shared/hlo-real/hlo_mixtral_8x7b_bf16_1x8.hlo"
 #define OFFLOAD HS_SOURCE_DIR "/examples/graph_offload.json"
 
-static char *slurp(const char *path)
-{
-    size_t len;
-    hs_error err;
-    char *text = hs_read_file(path, &len, &err);
-    if (!text)
-        fail_msg("%s: %s", path, err.message);
-    return text;
-}
-
-static hs_module *parse_file(const char *path)
-{
-    char *text = slurp(path);
-    hs_module *m = parse(text);
-    free(text);
-    return m;
-}
-
 /* The cost model's figures for m, by instruction id, in both forms. */
 typedef struct costs {
     hs_instruction_cost *each;
@@ -136,7 +118,7 @@ static double charged_seconds(const costs *c, const hs_module *m)
 static void per_node_figures_are_the_cost_models(void **state)
 {
     (void)state;
-    hs_module *m = parse_file(WHILE_SAMPLE);
+    hs_module *m = parse_hlo_file(WHILE_SAMPLE);
     costs c = costs_of(m);
     json_t *g = graph_json(m, &c, HS_OVERLAY_FLOPS, "all");
     size_t k;
@@ -191,7 +173,7 @@ static void per_node_figures_are_the_cost_models(void **state)
 static void scale_and_legend(void **state)
 {
     (void)state;
-    hs_module *m = parse_file(GEMM_SAMPLE);
+    hs_module *m = parse_hlo_file(GEMM_SAMPLE);
     costs c = costs_of(m);
     json_t *g = graph_json(m, &c, HS_OVERLAY_FLOPS, NULL);
     json_t *ov = json_object_get(g, "overlay");
@@ -255,7 +237,7 @@ static void scale_and_legend(void **state)
 static void closed_groups_sum_their_members(void **state)
 {
     (void)state;
-    hs_module *m = parse_file(MIXTRAL);
+    hs_module *m = parse_hlo_file(MIXTRAL);
     costs c = costs_of(m);
     assert_true(c.stats.flops > 1e9);
     const char *views[] = {NULL, "run.1/layer.3"};
@@ -287,7 +269,7 @@ static void closed_groups_sum_their_members(void **state)
 static void host_memory_has_its_own_colour(void **state)
 {
     (void)state;
-    char *json = slurp(OFFLOAD);
+    char *json = read_text_file(OFFLOAD);
     hs_program_options po;
     hs_program_options_init(&po);
     hs_program_source src = {.kind = HS_SOURCE_MODEL, .text = json,
@@ -353,7 +335,7 @@ static void bad_overlays_say_why(void **state)
     assert_int_equal(ov, HS_OVERLAY_TIME);
     assert_int_equal(hs_render_overlay_parse(NULL, &ov, &err), HS_OK);
     assert_int_equal(ov, HS_OVERLAY_NONE);
-    hs_module *m = parse_file(GEMM_SAMPLE);
+    hs_module *m = parse_hlo_file(GEMM_SAMPLE);
     hs_render_options o = {.overlay = HS_OVERLAY_TIME};
     char *dot = NULL;
     assert_int_equal(hs_render_graph_dot(m, &o, &dot, NULL, &err), HS_ERR_INVALID);

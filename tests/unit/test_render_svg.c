@@ -33,20 +33,6 @@
 
 #define MIXTRAL HS_SOURCE_DIR "/../shared/hlo-real/hlo_mixtral_8x7b_bf16_1x8.hlo"
 
-static hs_module *read_module(const char *path)
-{
-    hs_error err;
-    size_t len;
-    char *text = hs_read_file(path, &len, &err);
-    if (!text)
-        fail_msg("%s: %s", path, err.message);
-    hs_module *m = hs_hlo_parse(text, len, &err);
-    free(text);
-    if (!m)
-        fail_msg("%s: %s", path, err.message);
-    return m;
-}
-
 static char *draw(const hs_module *m, const hs_render_options *o, bool graphviz,
                   size_t *len)
 {
@@ -349,7 +335,7 @@ static void dumps(void **state)
         MIXTRAL,
     };
     for (size_t k = 0; k < sizeof paths / sizeof *paths; k++) {
-        hs_module *m = read_module(paths[k]);
+        hs_module *m = parse_hlo_file(paths[k]);
         hs_render_options o = {0};
         same_drawing(m, &o, strrchr(paths[k], '/') + 1);
         hs_module_free(m);
