@@ -3,6 +3,7 @@
 # build-fuzz/) and runs each for SECONDS, one after the other, one job each
 # (docs/FUZZING.md).
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]   default: 60 s, all four
+#   FUZZ_RUNS=N scripts/fuzz.sh ...          also stop a harness after N inputs
 # The growing corpus is kept in build-fuzz/corpus/<harness>/ (the seeds in
 # tests/fuzz/corpus/ are read, never written); a crash, leak, timeout or
 # broken invariant is written to build-fuzz/findings/<harness>/ and makes
@@ -61,11 +62,13 @@ for h in "${harnesses[@]}"; do
   rc=0
   "$dir/tests/fuzz/fuzz_$h" -max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 \
       -max_len="$(max_len_of "$h")" -dict="$(dict_of "$h")" -print_final_stats=1 \
+      ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} \
       -artifact_prefix="$dir/findings/$h/" "$dir/corpus/$h" "$src/corpus/$h" \
       >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-  line="fuzz_$h: ${execs:-?} executions in ${secs}s (${rate:-?}/s), corpus $(ls "$dir/corpus/$h" | wc -l) files, exit $rc"
+  took=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -1)
+  line="fuzz_$h: ${execs:-?} executions in ${took:-$secs}s (${rate:-?}/s), corpus $(ls "$dir/corpus/$h" | wc -l) files, exit $rc"
   echo "$line" | tee -a "$summary"
   if [ "$rc" -ne 0 ]; then
     failed+=("$h")

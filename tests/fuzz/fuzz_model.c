@@ -27,8 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     hs_model_options o;
     memset(&o, 0, sizeof o);
-    o.limits.max_layers = 64;
-    o.limits.max_tensor_elements = 1 << 16;
+    o.limits.max_layers = 16;
+    o.limits.max_tensor_elements = 1 << 12;
     o.limits.max_json_depth = 32;
     hs_error e;
     hs_model *m = hs_model_load((const char *)data, size, &o, &e);

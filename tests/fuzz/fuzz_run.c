@@ -5,8 +5,11 @@
  * (16 MiB of HBM, so compile refuses a larger peak), a compile timeout, a
  * FLOP and byte budget checked on hs_device_estimate before anything is
  * allocated, and a run deadline that stops loops whose trip count is not
- * known. Invariants: nothing crashes, every failure has a message, and a
- * run that succeeds returns its outputs. */
+ * known. They are small so that an input costs milliseconds: every kernel
+ * and the deadline's stop are reached at these sizes as at larger ones,
+ * and a loop that runs to the deadline costs 100 ms, not a second.
+ * Invariants: nothing crashes, every failure has a message, and a run that
+ * succeeds returns its outputs. */
 #include <string.h>
 
 #include "fuzz.h"
@@ -18,10 +21,10 @@
 #define MAX_INPUT (16 * 1024)
 #define DEVICE "teach-16m"
 #define COMPILE_TIMEOUT_MS 1000
-#define RUN_DEADLINE_MS 1000
-#define MAX_FLOPS 1e7
-#define MAX_BYTES (64.0 * 1024 * 1024)
-#define MAX_ARG_BYTES (4 * 1024 * 1024)
+#define RUN_DEADLINE_MS 100
+#define MAX_FLOPS 1e6
+#define MAX_BYTES (8.0 * 1024 * 1024)
+#define MAX_ARG_BYTES (1024 * 1024)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {

@@ -110,6 +110,26 @@ static void parser_refuses_overflowing_shape_where_written(void **state)
                          4, 21, "t", "elements; an array may have at most");
 }
 
+/* parameter(16000000) in a 60-byte module once made 16 M empty slots
+ * before the verifier said the parameters were not contiguous. */
+static void parser_refuses_a_parameter_number_the_text_cannot_hold(void **state)
+{
+    (void)state;
+    assert_parse_refuses("HloModule m\n"
+                         "ENTRY e {\n"
+                         "  ROOT p = f32[2] parameter(16000000)\n"
+                         "}\n",
+                         3, 29, "p", "62 bytes of text hold at most 3 parameters");
+    /* The shortest parameters there are, as many as the bound allows. */
+    const char *tight = "ENTRY e{a=()parameter(0)\nb=()parameter(1)\n"
+                        "ROOT t=((),()) tuple(a,b)}";
+    hs_error err;
+    hs_module *m = hs_hlo_parse(tight, strlen(tight), &err);
+    assert_non_null(m);
+    assert_int_equal(m->entry->n_params, 2);
+    hs_module_free(m);
+}
+
 static void verifier_refuses_a_pad_whose_padding_overflows(void **state)
 {
     (void)state;
@@ -363,6 +383,7 @@ int main(void)
         cmocka_unit_test(size_functions_saturate_instead_of_wrapping),
         cmocka_unit_test(check_size_accepts_the_limit_and_refuses_beyond),
         cmocka_unit_test(parser_refuses_overflowing_shape_where_written),
+        cmocka_unit_test(parser_refuses_a_parameter_number_the_text_cannot_hold),
         cmocka_unit_test(verifier_refuses_a_pad_whose_padding_overflows),
         cmocka_unit_test(slice_with_huge_stride_has_one_element),
         cmocka_unit_test(builder_refuses_a_product_beyond_the_limit),

@@ -15,6 +15,9 @@
 
 #include "hlo_text/hlo_text_internal.h"
 
+/* The shortest parameter instruction: "p=()parameter(0)". */
+#define HS_MIN_PARAMETER_TEXT 16
+
 const char *hs__parser_cstr(hs_parser *P, const char *p, size_t n)
 {
     if (n + 1 > P->cap_scratch) {
@@ -155,9 +158,16 @@ static bool parse_instruction(hs_parser *P, hs_computation *c, bool *is_root)
         size_t num_pos = s->pos;
         if (!hs__scan_int(s, &number, "a parameter number"))
             return false;
-        if (number < 0 || number > (1 << 24))
+        /* Parameters 0..number each take an instruction of at least
+         * HS_MIN_PARAMETER_TEXT bytes ("p=()parameter(0)"), so a number the
+         * text cannot hold is refused before its slots are made. */
+        if (number < 0 || number > (1 << 24) ||
+            (uint64_t)number >= s->len / HS_MIN_PARAMETER_TEXT)
             return hs__scan_fail(s, num_pos, "parameter number %lld is out "
-                                             "of range", (long long)number);
+                                             "of range: %zu bytes of text hold "
+                                             "at most %zu parameters",
+                                 (long long)number, s->len,
+                                 s->len / HS_MIN_PARAMETER_TEXT);
         if (number < c->n_params && c->params[number])
             return hs__scan_fail(s, num_pos, "parameter(%lld) is defined "
                                              "twice in computation '%s'",
