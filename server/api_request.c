@@ -59,10 +59,15 @@ int api_request_from_text(const char *text, api_request *ar, hs_error *e)
     const char *ep = json_string_value(json_object_get(c, "endpoint"));
     json_t *body = json_object_get(c, "body"), *q = json_object_get(c, "query");
     int rc = -1;
-    if (ep && body && json_is_object(q))
+    bool whole = ep && body && json_is_object(q);
+    if (whole)
         rc = api_request_make(ep, body, q, ar);
     json_decref(c);
-    if (rc != 0)
+    /* A request that parses whole fails to be made only for want of memory
+     * (a worker near its limit), as does a parse that says so. */
+    if (rc != 0 && (whole || (!c && json_error_code(&je) == json_error_out_of_memory)))
+        hs_error_set(e, HS_ERR_NOMEM, "out of host memory");
+    else if (rc != 0)
         hs_error_set(e, HS_ERR_IO, "stored request is unreadable");
     return rc;
 }

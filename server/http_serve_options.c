@@ -96,7 +96,7 @@ static const option_row k_options[] = {
     {"--isolate", OPT_INT, CFG(isolate),
      "1: compiles/runs in worker processes; 0: in process"},
     {"--worker-memory", OPT_SIZE, CFG(worker_memory),
-     "bytes of address space per worker (0: none)"},
+     "address space a worker's requests may take (0: none)"},
 };
 #define N_OPTIONS ((int)(sizeof k_options / sizeof k_options[0]))
 

@@ -17,6 +17,7 @@
 #endif
 
 #include "hloscope/hs_buffers.h"
+#include "hloscope/hs_device.h"
 #include "hloscope/hs_process.h"
 #include "worker.h"
 
@@ -28,16 +29,35 @@
 #endif
 #endif
 
-/* RLIMIT_AS: past it malloc and mmap fail, and the engine answers "out of
- * host memory" (the pool says which limit). AddressSanitizer reserves
- * terabytes of shadow address space up front, so a sanitizer build
- * relies on the pool's watch of the resident size alone. */
+/* The address space the worker holds now (its code, libraries, thread
+ * stacks and OpenBLAS's work buffer), from /proc/self/statm; 0 when
+ * unknown. */
+static unsigned long long address_space_now(void)
+{
+    unsigned long long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%llu", &pages) != 1)
+            pages = 0;
+        fclose(f);
+    }
+    return pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+}
+
+/* RLIMIT_AS at what the worker holds once started plus the limit, so that
+ * the limit is what its requests may take (a limit below the libraries'
+ * own 300 MiB of address space would otherwise refuse everything): past
+ * it malloc and mmap fail, and the engine answers "out of host memory"
+ * (the pool says which limit). AddressSanitizer reserves terabytes of
+ * shadow address space up front, so a sanitizer build relies on the
+ * pool's watch of the resident size alone. */
 static void limit_memory(void)
 {
 #ifndef WORKER_ASAN
     const char *v = getenv(WORKER_MEMORY_VAR);
     unsigned long long bytes = v ? strtoull(v, NULL, 10) : 0;
     if (bytes > 0) {
+        bytes += address_space_now();
         struct rlimit r = {.rlim_cur = (rlim_t)bytes, .rlim_max = (rlim_t)bytes};
         setrlimit(RLIMIT_AS, &r);
     }
@@ -90,6 +110,7 @@ static void run_job(srv *ws, const worker_job *job, const char *text, api_outcom
     hs_error_clear(&e);
     if (job->kind == WORKER_JOB_EXECUTE && api_request_from_text(text, &ar, &e) != 0) {
         api_outcome_error(out, srv_status_for(e.status), false, srv_error_json(&e));
+        out->out_of_memory = e.status == HS_ERR_NOMEM;
         return;
     }
     fault_hook(getenv(WORKER_FAULT_VAR), job->kind, text, out);
@@ -121,6 +142,7 @@ __attribute__((noreturn)) static void worker_main(pid_t parent)
 #endif
     if (getppid() != parent)
         _exit(6);
+    hs_device_warm_up(); /* before the limit: OpenBLAS hangs if short there */
     limit_memory();
     signal(SIGPIPE, SIG_IGN);
     /* A Ctrl-C in a terminal (or a stop that signals the whole group) also

@@ -228,6 +228,31 @@ def runaway_memory_hits_the_worker_limit(s):
 
 
 @test
+def small_worker_limit_counts_from_what_the_worker_holds(s):
+    """--worker-memory is what requests may take beyond the worker's own
+    address space (libraries, stacks, OpenBLAS's work buffer: about 300 MiB
+    under RLIMIT_AS). A 48 MiB limit once refused every request (a 500 for
+    a request the worker could not read) or hung a product in OpenBLAS,
+    which retries its buffer for ever, until the deadline."""
+    s.close()
+    if base.sanitized_binary():
+        # No RLIMIT_AS under AddressSanitizer (the pool watches the resident
+        # size): nothing of this applies there.
+        return
+    lim = LoggedServer("--worker-memory", str(48 << 20), "--deadline-ms", "20000")
+    try:
+        t0 = time.time()
+        r, _ = lim.json("POST", "/v1/run", good_model("small-limit"))
+        check(r["outputs"], "a run with products fits in 48 MiB", r)
+        check(time.time() - t0 < 10, "and does not wait for the deadline (%.1f s)" % (time.time() - t0))
+        # Beyond it: the limit's error, not a hang or a 5xx.
+        e = expect_contained(lim, "/v1/run", big_output_run(8192), 422, "worker_memory_limit")
+        check("48 MiB" in e["message"], "the message names the limit", e)
+    finally:
+        lim.close()
+
+
+@test
 def in_process_mode_still_computes(s):
     s.close()
     inproc = Server("--isolate", "0")

@@ -153,6 +153,13 @@ hs_status hs_device_run_ex(const hs_module *m, const hs_device_spec *spec,
                            hs_error *err);
 void hs_tensors_free(hs_tensor **ts, int n);
 
+/* Has the BLAS library take its work buffer now, with one small product.
+ * OpenBLAS allocates that buffer (tens of MiB) on its first product and,
+ * when the allocation fails, retries for ever: a process that limits its
+ * own address space (the server's workers, RLIMIT_AS) calls this before,
+ * so that a later product reuses the buffer instead of hanging. */
+void hs_device_warm_up(void);
+
 /* The clock of a run of m on spec (NULL: the default preset) without
  * running it: every live instruction in schedule order charged the
  * roofline cost the interpreter charges, a while's condition and body once

@@ -315,3 +315,16 @@ done:
     *out = v;
     return HS_OK;
 }
+
+void hs_device_warm_up(void)
+{
+    /* Large enough to pass OpenBLAS's small-matrix path, which takes no
+     * buffer; sgemm and dgemm share the one it takes. */
+    enum { N = 128 };
+    float *m = calloc((size_t)3 * N * N, sizeof *m);
+    if (!m)
+        return;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, m, N,
+                m + N * N, N, 0.0f, m + 2 * N * N, N);
+    free(m);
+}
