@@ -123,7 +123,9 @@ static void topk_custom_call_with_another_comparator_is_refused(void **state)
         "  ROOT odd = (f32[4,2], s32[4,2]) custom-call(x), "
         "custom_call_target=\"TopK\", called_computations={eq}\n"));
     assert_int_not_equal(hs_device_check(bad, &err), HS_OK);
-    assert_non_null(strstr(err.message, "custom-call target 'TopK'"));
+    assert_non_null(strstr(err.message, "custom-call target 'TopK' (TopK runs with a "
+                                        "comparator (a, b[, i, j]) -> compare(a, b), "
+                                        "direction=GT or LT, only)"));
     assert_string_equal(err.instruction, "odd");
     hs_module_free(bad);
     /* k larger than the row: refused, not run */
@@ -133,6 +135,7 @@ static void topk_custom_call_with_another_comparator_is_refused(void **state)
         "custom_call_target=\"TopK\", called_computations={gt}\n"));
     assert_int_not_equal(hs_device_check(big, &err), HS_OK);
     assert_string_equal(err.instruction, "big");
+    assert_non_null(strstr(err.message, "k <= x's"));
     hs_module_free(big);
 }
 

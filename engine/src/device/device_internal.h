@@ -282,6 +282,8 @@ hs_status dev_k_topk_call(dev_ctx *, const dev_step *, dev_val **,
                           dev_val **);
 bool dev_is_topk_call(const hs_instruction *in);
 bool dev_topk_call_runs(const hs_instruction *in);
+/* Why a TopK custom-call does not run (NULL when it does). */
+const char *dev_topk_call_why_not(const hs_instruction *in);
 hs_status dev_k_rng(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 /* kernels_spmd.c: SPMDFullToShardShape and SPMDShardToFullShape on one
  * device, playing partition 0: whether in is one of them, its check

@@ -92,11 +92,21 @@ bool dev_is_topk_call(const hs_instruction *in)
     return in->opcode == HS_OP_CUSTOM_CALL && t && strcmp(t, "TopK") == 0;
 }
 
-bool dev_topk_call_runs(const hs_instruction *in)
+const char *dev_topk_call_why_not(const hs_instruction *in)
 {
     bool largest, total;
-    return dev_is_topk_call(in) && topk_shapes(in) &&
-           custom_call_comparator(in, &largest, &total);
+    if (!topk_shapes(in))
+        return "TopK runs on one array x and gives (values of x's type, s32 "
+               "indices) with x's dimensions but the last, k <= x's";
+    if (!custom_call_comparator(in, &largest, &total))
+        return "TopK runs with a comparator (a, b[, i, j]) -> compare(a, b), "
+               "direction=GT or LT, only";
+    return NULL;
+}
+
+bool dev_topk_call_runs(const hs_instruction *in)
+{
+    return dev_is_topk_call(in) && !dev_topk_call_why_not(in);
 }
 
 /* The keys of a row of n elements of type t at src (wide: n * 8 bytes of

@@ -71,7 +71,13 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
     }
     dev_kernel k = dev_kernel_for(in);
     if (!k && in->opcode != HS_OP_PARAMETER) {
-        if (in->opcode == HS_OP_CUSTOM_CALL)
+        if (in->opcode == HS_OP_CUSTOM_CALL && dev_is_topk_call(in)) {
+            dev_unsupported(x, in, "custom-call target 'TopK'");
+            size_t len = strlen(x->err->message);
+            snprintf(x->err->message + len, sizeof x->err->message - len,
+                     " (%s)", dev_topk_call_why_not(in));
+            return x->err->status;
+        } else if (in->opcode == HS_OP_CUSTOM_CALL)
             snprintf(what, sizeof what, "custom-call target '%s'",
                      in->custom_call_target ? in->custom_call_target : "");
         else {
