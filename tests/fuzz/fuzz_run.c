@@ -7,7 +7,7 @@
  * allocated, and a run deadline that stops loops whose trip count is not
  * known. They are small so that an input costs milliseconds: every kernel
  * and the deadline's stop are reached at these sizes as at larger ones,
- * and a loop that runs to the deadline costs 100 ms, not a second.
+ * and a loop that runs to the deadline costs 50 ms, not a second.
  * Invariants: nothing crashes, every failure has a message, and a run that
  * succeeds returns its outputs. */
 #include <string.h>
@@ -21,7 +21,7 @@
 #define MAX_INPUT (16 * 1024)
 #define DEVICE "teach-16m"
 #define COMPILE_TIMEOUT_MS 1000
-#define RUN_DEADLINE_MS 100
+#define RUN_DEADLINE_MS 50
 #define MAX_FLOPS 1e6
 #define MAX_BYTES (8.0 * 1024 * 1024)
 #define MAX_ARG_BYTES (1024 * 1024)

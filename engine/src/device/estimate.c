@@ -45,6 +45,14 @@ typedef struct est {
     hs_instruction_cost *each;
     double times, charged_seconds;
     bool counting;
+    /* Made once per estimate, not once per iteration walked: the live set
+     * of each computation (by hs_computation_index) and each instruction's
+     * cost (by id). A loop walks its body up to WALK_BUDGET instructions
+     * before it is extrapolated, and remaking a module-sized live set or
+     * re-costing a fusion's body on every iteration once took seconds. */
+    bool **live;
+    double (*cost)[3]; /* flops, bytes, seconds */
+    bool *costed;
 } est;
 
 /* Live instructions of c: reachable from the root through operands. */
@@ -99,10 +107,30 @@ static void charge_inclusive(est *e, const est *before,
     c->executions += e->times;
 }
 
+/* The live set of c, made on first use (NULL when out of memory). */
+static const bool *live_of(est *e, const hs_computation *c)
+{
+    int k = hs_computation_index(e->m, c);
+    if (k < 0)
+        return NULL;
+    if (!e->live[k])
+        e->live[k] = live_set(e->m, c);
+    return e->live[k];
+}
+
 static void charge(est *e, const hs_instruction *in)
 {
     double f, b, sec;
-    dev_cost(e->spec, in, &f, &b, &sec);
+    if (in->id >= 0 && in->id < e->m->next_id) {
+        double *c = e->cost[in->id];
+        if (!e->costed[in->id]) {
+            dev_cost(e->spec, in, &c[0], &c[1], &c[2]);
+            e->costed[in->id] = true;
+        }
+        f = c[0], b = c[1], sec = c[2];
+    } else {
+        dev_cost(e->spec, in, &f, &b, &sec);
+    }
     e->flops += f;
     e->bytes += b;
     e->charged_seconds += sec;
@@ -175,7 +203,7 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
         return hs_error_set(err, HS_ERR_LIMIT,
                             "estimate: computations nested more than %d "
                             "deep at %s", MAX_DEPTH, c->name);
-    bool *live = live_set(e->m, c);
+    const bool *live = live_of(e, c);
     if (!live)
         return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
     hs_status st = HS_OK;
@@ -250,7 +278,6 @@ static hs_status walk(est *e, const hs_computation *c, int depth,
         if (depth == 0 && e->entry_finish)
             e->entry_finish[k] = e->now;
     }
-    free(live);
     return st;
 }
 
@@ -274,9 +301,17 @@ static hs_status estimate(const hs_module *m, const hs_device_spec *spec,
     if (each)
         memset(each, 0, sizeof *each * (size_t)m->next_id);
     e.ready = calloc((size_t)m->next_id + 1, sizeof *e.ready);
-    if (!e.ready)
-        return hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
-    hs_status st = walk(&e, m->entry, 0, err);
+    e.live = calloc((size_t)m->n_comps + 1, sizeof *e.live);
+    e.cost = malloc(((size_t)m->next_id + 1) * sizeof *e.cost);
+    e.costed = calloc((size_t)m->next_id + 1, sizeof *e.costed);
+    hs_status st = e.ready && e.live && e.cost && e.costed
+                       ? walk(&e, m->entry, 0, err)
+                       : hs_error_set(err, HS_ERR_NOMEM, "out of host memory");
+    for (int k = 0; e.live && k < m->n_comps; k++)
+        free(e.live[k]);
+    free(e.live);
+    free(e.cost);
+    free(e.costed);
     free(e.ready);
     if (st != HS_OK)
         return st;
