@@ -327,13 +327,14 @@ class Case:
     it does not speak); close: the connection may be closed without a reply
     (a read deadline); deadline: 503 deadline_exceeded is allowed (why);
     want: the statuses allowed; head: a HEAD request (no body to read);
-    budget: seconds the answer may take (times SANITIZER_SLOWDOWN there)."""
+    budget: seconds the answer may take (times SANITIZER_SLOWDOWN there);
+    moved: a 301 is allowed (its check says where it must point)."""
 
     def __init__(self, cid, send, ok=False, html=False, close=False, deadline=None,
-                 want=None, check=None, head=False, budget=None):
+                 want=None, check=None, head=False, budget=None, moved=False):
         self.cid, self.send, self.ok, self.html, self.close = cid, send, ok, html, close
         self.deadline, self.want, self.check, self.head = deadline, want, check, head
-        self.budget = budget
+        self.budget, self.moved = budget, moved
 
     @property
     def family(self):
@@ -367,6 +368,8 @@ def judge(case, resp, method=None):
         if not json_error and not case.html:
             return "%d without a JSON error with a message: %r %r" % (
                 status, headers.get("content-type"), body[:300])
+    elif status == 301 and case.moved:
+        pass
     elif status == 503 and case.deadline and json_error and \
             json.loads(body)["error"]["code"] == "deadline_exceeded":
         pass
@@ -1522,8 +1525,9 @@ def head_cases():
                        ("pipelined", b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n" * 3 + b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
                        ("absolute_uri", b"GET http://evil/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
                        ("empty", b"\r\n\r\n")):
+        spaces = name == "spaces"
         out.append(raw_case("http.line/%s" % name, line, ok=True, html=True, close=True,
-                            check=moved_to_encoded_target if name == "spaces" else None))
+                            moved=spaces, check=moved_to_encoded_target if spaces else None))
     return out
 
 
