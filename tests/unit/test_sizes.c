@@ -283,6 +283,28 @@ static void run_of_an_overflowing_module_is_refused_not_crashed(void **state)
     hs_module_free(m);
 }
 
+/* Found by the run fuzzer (tests/fuzz/regressions/run/
+ * unbounded_dynamic_dimension_returned): an entry returning a parameter
+ * of f32[2,?] copied -8 bytes into a 64-byte tensor and corrupted the
+ * heap. A '?' dimension has no size: no tensor has it, the device
+ * refuses it by name. */
+static void run_of_an_unbounded_dynamic_dimension_is_refused(void **state)
+{
+    (void)state;
+    const char *text = "ENTRY f {\n  t = (f32[2,?]{1,0}) parameter(0)\n}\n";
+    hs_error e;
+    hs_module *m = hs_hlo_parse(text, strlen(text), &e);
+    assert_non_null(m);
+    hs_tensor *t = hs_tensor_new(&m->entry->root->shape.elems[0]);
+    assert_null(t);
+    hs_error_clear(&e);
+    assert_int_equal(hs_device_check(m, &e), HS_ERR_UNSUPPORTED);
+    assert_string_equal(e.instruction, "t");
+    assert_contains(e.message, "an unbounded dynamic dimension (f32[2,?]: '?' has no "
+                               "size to run at");
+    hs_module_free(m);
+}
+
 static void verifier_bounds_the_bytes_of_a_whole_module(void **state)
 {
     (void)state;
@@ -388,6 +410,7 @@ int main(void)
         cmocka_unit_test(slice_with_huge_stride_has_one_element),
         cmocka_unit_test(builder_refuses_a_product_beyond_the_limit),
         cmocka_unit_test(run_of_an_overflowing_module_is_refused_not_crashed),
+        cmocka_unit_test(run_of_an_unbounded_dynamic_dimension_is_refused),
         cmocka_unit_test(verifier_bounds_the_bytes_of_a_whole_module),
         cmocka_unit_test(estimate_of_a_huge_trip_count_is_extrapolated),
     };

@@ -16,7 +16,8 @@ typedef struct hs_tensor {
     void *data;     /* hs_shape_bytes(&shape) bytes, 64-byte aligned */
 } hs_tensor;
 
-/* Zero-filled. NULL on host OOM or for a tuple shape. */
+/* Zero-filled. NULL on host OOM, for a tuple shape, or for an array
+ * without a size (an unbounded dynamic dimension, '?'). */
 hs_tensor *hs_tensor_new(const hs_shape *shape);
 hs_tensor *hs_tensor_copy(const hs_tensor *t);
 void hs_tensor_free(hs_tensor *t);

@@ -44,6 +44,23 @@ void dev_store_index(hs_dtype t, void *dst, int64_t at, int64_t j)
     }
 }
 
+/* The first leaf of s with an unbounded dynamic dimension ('?'). */
+static const hs_shape *first_unbounded_leaf(const hs_shape *s)
+{
+    if (s->dtype != HS_TUPLE) {
+        for (int d = 0; d < s->rank; d++)
+            if (s->dims[d] < 0)
+                return s;
+        return NULL;
+    }
+    for (int i = 0; i < s->n_elems; i++) {
+        const hs_shape *b = first_unbounded_leaf(&s->elems[i]);
+        if (b)
+            return b;
+    }
+    return NULL;
+}
+
 static const hs_shape *first_bad_leaf(const hs_shape *s)
 {
     if (s->dtype != HS_TUPLE)
@@ -68,6 +85,17 @@ static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
                  in->name);
         return hs_error_set(x->err, size_err.status, "instruction %s: %s",
                             in->name, size_err.message);
+    }
+    const hs_shape *unbounded = first_unbounded_leaf(&in->shape);
+    if (unbounded) {
+        dev_unsupported(x, in, "an unbounded dynamic dimension");
+        char *text = hs_shape_string(unbounded, false);
+        size_t len = strlen(x->err->message);
+        snprintf(x->err->message + len, sizeof x->err->message - len,
+                 " (%s: '?' has no size to run at; a bounded '<=N' runs at N)",
+                 text ? text : "its shape");
+        free(text);
+        return x->err->status;
     }
     dev_kernel k = dev_kernel_for(in);
     if (!k && in->opcode != HS_OP_PARAMETER) {

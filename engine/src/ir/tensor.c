@@ -6,7 +6,8 @@
 
 hs_tensor *hs_tensor_new(const hs_shape *shape)
 {
-    if (shape->dtype == HS_TUPLE)
+    /* A tuple, or an array without a size ('?' dimensions). */
+    if (shape->dtype == HS_TUPLE || hs_shape_bytes(shape) < 0)
         return NULL;
     hs_tensor *t = calloc(1, sizeof *t);
     if (!t)
