@@ -150,7 +150,10 @@ static hs_status check_memory(const hs_executable *exe,
                              size, live[k]->name, shape,
                              live[k]->op_name ? " " : "",
                              live[k]->op_name ? live[k]->op_name : "");
-            if (w < 0 || len + (size_t)w + 1 > sizeof err->message)
+            /* An item cut short (a long name) would not be whole, nor
+             * perhaps UTF-8: the list stops before it, as when full. */
+            if (w < 0 || (size_t)w >= sizeof item ||
+                len + (size_t)w + 1 > sizeof err->message)
                 break;
             memcpy(err->message + len, item, (size_t)w + 1);
             len += (size_t)w;
