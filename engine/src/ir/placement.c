@@ -6,8 +6,11 @@
 
 hs_placement hs_instruction_placement(const hs_instruction *i)
 {
+    /* One operand, the value placed: without it the call places nothing
+     * (and the device refuses it as a custom-call short of operands). */
     if (i->opcode != HS_OP_CUSTOM_CALL || !i->custom_call_target ||
-        strcmp(i->custom_call_target, HS_PLACEMENT_TARGET) != 0)
+        strcmp(i->custom_call_target, HS_PLACEMENT_TARGET) != 0 ||
+        i->n_operands != 1)
         return HS_PLACEMENT_NONE;
     return i->frontend_attributes &&
                    strstr(i->frontend_attributes, "pinned_host") != NULL
