@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -305,6 +306,55 @@ static void run_of_an_unbounded_dynamic_dimension_is_refused(void **state)
     hs_module_free(m);
 }
 
+/* Found by the run fuzzer (tests/fuzz/regressions/run/
+ * empty_iota_with_a_huge_dimension): s16[42949672966,48,8,848,4,0,8] has
+ * no elements, but the iota kernel looped over its leading dimensions,
+ * 4.3e10 times before the first empty inner loop. An array of no elements
+ * runs as an empty one (XLA's ZeroSizedHloElimination); results built
+ * from empty operands (a reduction, a dot over an empty contraction, a
+ * negative pad) still hold their values. */
+static void run_of_empty_arrays_with_huge_dimensions_is_immediate(void **state)
+{
+    (void)state;
+    const char *text =
+        "HloModule empty\n"
+        "add { a = f32[] parameter(0)  b = f32[] parameter(1)\n"
+        "      ROOT s = f32[] add(a, b) }\n"
+        "ENTRY e {\n"
+        "  io = s16[42949672966,48,8,848,4,0,8] iota(), iota_dimension=0\n"
+        "  one = f32[] constant(1)\n"
+        "  b = f32[4294967296,0] broadcast(one), dimensions={}\n"
+        "  t = f32[0,4294967296] transpose(b), dimensions={1,0}\n"
+        "  r = f32[] reduce(t, one), dimensions={0,1}, to_apply=add\n"
+        "  l = f32[2,4294967296,0] broadcast(one), dimensions={}\n"
+        "  d = f32[2,2] dot(l, l), lhs_batch_dims={}, lhs_contracting_dims={1,2},\n"
+        "      rhs_contracting_dims={1,2}\n"
+        "  p = f32[3,2] pad(b, one), padding=-4294967293_0x0_2\n"
+        "  ROOT out = (s16[42949672966,48,8,848,4,0,8], f32[], f32[2,2], f32[3,2])\n"
+        "      tuple(io, r, d, p)\n"
+        "}\n";
+    hs_error e;
+    hs_module *m = hs_hlo_parse(text, strlen(text), &e);
+    assert_non_null(m);
+    hs_error_clear(&e);
+    assert_int_equal(hs_module_verify(m, &e), HS_OK);
+    hs_tensor **out = NULL;
+    int n = 0;
+    assert_int_equal(hs_device_run(m, NULL, NULL, 0, &out, &n, NULL, &e),
+                     HS_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(hs_tensor_elements(out[0]), 0);
+    assert_float_equal(hs_tensor_f32(out[1])[0], 1, 0);
+    for (int i = 0; i < 4; i++)
+        assert_float_equal(hs_tensor_f32(out[2])[i], 0, 0);
+    for (int i = 0; i < 6; i++)
+        assert_float_equal(hs_tensor_f32(out[3])[i], 1, 0);
+    for (int i = 0; i < n; i++)
+        hs_tensor_free(out[i]);
+    free(out);
+    hs_module_free(m);
+}
+
 static void verifier_bounds_the_bytes_of_a_whole_module(void **state)
 {
     (void)state;
@@ -411,6 +461,7 @@ int main(void)
         cmocka_unit_test(builder_refuses_a_product_beyond_the_limit),
         cmocka_unit_test(run_of_an_overflowing_module_is_refused_not_crashed),
         cmocka_unit_test(run_of_an_unbounded_dynamic_dimension_is_refused),
+        cmocka_unit_test(run_of_empty_arrays_with_huge_dimensions_is_immediate),
         cmocka_unit_test(verifier_bounds_the_bytes_of_a_whole_module),
         cmocka_unit_test(estimate_of_a_huge_trip_count_is_extrapolated),
     };

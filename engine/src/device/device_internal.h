@@ -217,6 +217,7 @@ void dev_transpose(void *dst, const void *src, const int64_t *src_dims,
 hs_status dev_k_parameter(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_constant(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_iota(dev_ctx *, const dev_step *, dev_val **, dev_val **);
+hs_status dev_k_empty(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_unary(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_convert(dev_ctx *, const dev_step *, dev_val **, dev_val **);
 hs_status dev_k_binary(dev_ctx *, const dev_step *, dev_val **, dev_val **);

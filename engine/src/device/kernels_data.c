@@ -175,6 +175,17 @@ hs_status dev_k_iota(dev_ctx *x, const dev_step *s, dev_val **f,
     return HS_OK;
 }
 
+/* An array of no elements, whatever its operands hold: what XLA's
+ * ZeroSizedHloElimination makes of such an instruction (an empty constant).
+ * Its other dimensions can still multiply past any loop a kernel could
+ * finish: s16[4294967296,0] is legal and empty (plan.c picks this kernel). */
+hs_status dev_k_empty(dev_ctx *x, const dev_step *s, dev_val **f,
+                      dev_val **out)
+{
+    *out = dev_array_new(x, &s->in->shape);
+    return *out ? HS_OK : x->err->status;
+}
+
 /* ---- aliases and copies ------------------------------------------------ */
 
 /* reshape, bitcast, bitcast-convert and opt-barrier: same bytes, new

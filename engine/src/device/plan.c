@@ -73,6 +73,29 @@ static const hs_shape *first_bad_leaf(const hs_shape *s)
     return NULL;
 }
 
+/* An instruction whose array has no elements runs as dev_k_empty, as XLA's
+ * ZeroSizedHloElimination replaces it by an empty constant; not one that
+ * calls a computation, moves data between memories or is a custom-call. */
+static bool runs_as_empty(const hs_instruction *in)
+{
+    if (in->shape.dtype == HS_TUPLE || hs_shape_elements(&in->shape) != 0 ||
+        dev_is_host_transfer(in))
+        return false;
+    switch (in->opcode) {
+    case HS_OP_PARAMETER:
+    case HS_OP_CONSTANT:
+    case HS_OP_WHILE:
+    case HS_OP_CALL:
+    case HS_OP_CONDITIONAL:
+    case HS_OP_CUSTOM_CALL:
+    case HS_OP_COPY_START:
+    case HS_OP_COPY_DONE:
+        return false;
+    default:
+        return true;
+    }
+}
+
 /* Checks what the kernels rely on and that the plan cannot express. */
 static hs_status check_instruction(dev_ctx *x, const hs_instruction *in)
 {
@@ -695,7 +718,7 @@ static hs_status build_plan(dev_ctx *x, const hs_computation *c,
         }
         dev_step *s = &p->steps[j];
         s->in = in;
-        s->kern = dev_kernel_for(in);
+        s->kern = runs_as_empty(in) ? dev_k_empty : dev_kernel_for(in);
         s->slot = k;
         s->aux = -1;
         s->n_ops = in->n_operands;
