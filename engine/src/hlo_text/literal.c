@@ -285,6 +285,17 @@ void hs__literal_print(hs_buf *b, const hs_shape *sh, const void *data)
         put_value(b, sh->dtype, data);
         return;
     }
+    /* An array of no elements: XLA writes a "{}" for every row before its
+     * first zero dimension ("{ {}, {} }" for f32[2,0]). Past 64 of them,
+     * one "{}", which reads back the same, so that f64[42949672963,0]
+     * does not print 43 billion. */
+    int64_t rows = 1;
+    for (int d = 0; d < sh->rank && sh->dims[d] != 0; d++)
+        rows = hs_sat_mul(rows, sh->dims[d]);
+    if (hs_shape_elements(sh) == 0 && rows > 64) {
+        hs__buf_put(b, "{}", 2);
+        return;
+    }
     int64_t k = 0;
     put_dim(b, sh, data, bytes, 0, &k);
 }
